@@ -1,0 +1,1 @@
+"""Tasks, images, the container sandbox and (later) grading. Depends on nothing else of this project."""

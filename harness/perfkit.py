@@ -1,0 +1,47 @@
+"""The GSO performance-test protocol, as a helper importable by hidden test scripts.
+
+A GSO test script defines setup(), experiment(data), store_result(result, path),
+load_result(path), check_equivalence(reference, current) and run_test(...), and is run as
+    python test_x.py OUT [--reference | --eqcheck] --file_prefix P
+It times ONE experiment() call and appends "Execution time: <seconds>s" to OUT.
+
+Real GSO tests carry this code inline. The bundled suite's tests instead end with
+    def run_test(eqcheck=False, reference=False, prefix=""):
+        return perfkit.time_experiment(globals(), eqcheck, reference, prefix)
+    if __name__ == "__main__":
+        perfkit.main(run_test)
+and the grader copies this file next to them, so the protocol lives in one place.
+Standard library only: it runs inside task containers.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any, Callable
+
+
+def time_experiment(ns: dict[str, Any], eqcheck: bool = False, reference: bool = False, prefix: str = "") -> float:
+    setup: Callable[[], Any] = ns["setup"]
+    experiment: Callable[[Any], Any] = ns["experiment"]
+    data = setup()  # untimed: building inputs is not what is being optimized
+    start = time.perf_counter()
+    result = experiment(data)
+    elapsed = time.perf_counter() - start
+    path = f"{prefix or 'ref'}_result.pkl"
+    if reference:
+        ns["store_result"](result, path)
+    if eqcheck:
+        ns["check_equivalence"](ns["load_result"](path), result)
+    return elapsed
+
+
+def main(run_test: Callable[[bool, bool, str], float]) -> None:
+    parser = argparse.ArgumentParser(description="Time one experiment() call (GSO protocol).")
+    parser.add_argument("output_file", help="file to append the timing line to")
+    parser.add_argument("--eqcheck", action="store_true", help="compare the result with the stored reference")
+    parser.add_argument("--reference", action="store_true", help="store the result as the reference")
+    parser.add_argument("--file_prefix", default="", help="prefix of the reference result file")
+    args = parser.parse_args()
+    elapsed = run_test(args.eqcheck, args.reference, args.file_prefix)
+    with open(args.output_file, "a") as out:
+        out.write(f"Execution time: {elapsed:.6f}s\n")
