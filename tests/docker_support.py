@@ -1,0 +1,46 @@
+"""Docker access for integration tests: the engine, the shared client, and built task images."""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from functools import lru_cache
+
+import docker
+import pytest
+
+from harness.docker_engine import DockerUnavailable, ensure_engine
+from harness.images import BaseImageSpec, ensure_base_image, ensure_task_image
+from harness.sandbox import DockerSandbox, SandboxLimits, docker_client
+from harness.tasks import Task, select_tasks
+
+
+@lru_cache(maxsize=1)
+def client() -> docker.DockerClient:
+    try:
+        ensure_engine()
+    except DockerUnavailable as err:
+        pytest.fail(f"Docker is required for these tests: {err}")
+    return docker_client()
+
+
+@lru_cache(maxsize=1)
+def base_tag() -> str:
+    return ensure_base_image(client(), BaseImageSpec(), progress=lambda _msg: None)
+
+
+def task_image(task: Task) -> str:
+    return ensure_task_image(client(), task, base_tag(), progress=lambda _msg: None)
+
+
+@lru_cache(maxsize=1)
+def smoke_task() -> Task:
+    """The task integration tests run in: the first smoke task, or OPTRUNNER_TEST_TASK."""
+    return select_tasks(os.environ.get("OPTRUNNER_TEST_TASK", "smoke"))[0]
+
+
+def sandbox_for(task: Task, **limits: object) -> Iterator[DockerSandbox]:
+    box = DockerSandbox.start(task_image(task), SandboxLimits(**limits), client=client())  # type: ignore[arg-type]
+    try:
+        yield box
+    finally:
+        box.close()

@@ -1,0 +1,174 @@
+"""The Docker sandbox against real containers: timeouts, output, files, diff, limits, cleanup."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import docker.errors
+import pytest
+
+from harness.images import LABEL
+from harness.perfrun import apply_patch
+from harness.sandbox import DockerSandbox, SandboxLimits, _Capture
+from tests.docker_support import client, sandbox_for, smoke_task, task_image
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture
+def box() -> Iterator[DockerSandbox]:
+    yield from sandbox_for(smoke_task(), memory="256m", pids=64, max_output_bytes=200_000)
+
+
+def _exists(container_id: str) -> bool:
+    try:
+        client().containers.get(container_id)
+        return True
+    except docker.errors.NotFound:
+        return False
+
+
+def test_capture_keeps_head_and_tail_and_never_fails_on_bad_bytes() -> None:
+    cap = _Capture(cap=10)
+    for chunk in (b"abc", b"\xff\xfe", b"0123456789", b"XYZ"):
+        cap.add(chunk)
+    assert cap.head == b"abc\xff\xfe" and cap.tail == b"789XYZ"[-5:]
+    assert cap.dropped == 18 - 10
+    assert "bytes of output omitted" in cap.text() and "\ufffd" in cap.text()
+
+
+def test_exec_basics(box: DockerSandbox) -> None:
+    done = box.exec("echo out; echo err >&2; pwd; echo $FOO; exit 3", env={"FOO": "bar"})
+    assert done.exit_code == 3 and not done.timed_out
+    # stdout and stderr are separate pipes: both arrive, their relative order is not defined
+    assert sorted(done.output.split()) == ["/testbed", "bar", "err", "out"]
+    assert box.exec("pwd", cwd="/tmp").output.strip() == "/tmp"
+
+
+def test_timeout_stops_the_command_inside_the_container(box: DockerSandbox) -> None:
+    done = box.exec("echo started; sleep 100; echo never", timeout=2)
+    assert done.timed_out and done.exit_code in (124, 137)
+    assert 1.9 <= done.duration < 6
+    assert "started" in done.output and "never" not in done.output
+    left = box.exec("ps -eo stat,args | grep 'sleep 10[0]' || true").output
+    assert left.strip() == "", f"sleep survived its timeout: {left}"
+
+
+def test_large_and_binary_output(box: DockerSandbox) -> None:
+    big = box.exec("head -c 5000000 /dev/zero | tr '\\0' 'a'; echo; echo END")
+    assert big.truncated and big.output.endswith("END\n")
+    assert len(big.output.encode()) < 210_000
+    binary = box.exec("head -c 4096 /dev/urandom; printf '\\xff\\xfe done'")
+    assert binary.exit_code == 0 and binary.output.endswith("done")
+
+
+def test_files_round_trip(box: DockerSandbox) -> None:
+    payload = bytes(range(256)) * 10
+    box.write_file("/tmp/deep/dir/blob.bin", payload)
+    assert box.read_file("/tmp/deep/dir/blob.bin") == payload
+    box.write_file("notes.txt", "héllo\n")  # relative paths land in /testbed
+    assert box.exec("cat /testbed/notes.txt").output == "héllo\n"
+    with pytest.raises(FileNotFoundError):
+        box.read_file("/nope/missing")
+
+
+def test_agent_container_holds_nothing_of_the_answer(box: DockerSandbox) -> None:
+    task = smoke_task()
+    log = box.exec("git log --all --format=%H").output.split()
+    assert log == [box.base_commit]
+    assert box.exec("git for-each-ref --format='%(refname)'").output.split() == ["refs/heads/main"]
+    assert box.exec("git status --porcelain").output == ""
+    # Search the whole filesystem for the hidden tests and the expert patch (by name and by content).
+    names = " -o ".join(f"-name {p.name}" for p in task.test_files) + " -o -name expert.patch"
+    found = box.exec(f"find / -xdev \\( {names} \\) 2>/dev/null").output.strip()
+    assert found == ""
+    added = [line[1:] for line in task.expert_patch.splitlines()
+             if line.startswith("+") and not line.startswith("+++") and len(line.strip()) > 30]
+    assert added, "expert patch has no distinctive added line to search for"
+    box.write_file("/tmp/needle", added[0])
+    hits = box.exec("grep -rlF -f /tmp/needle / --exclude-dir=proc --exclude-dir=sys 2>/dev/null "
+                    "| grep -v '^/tmp/needle$' || true").output.strip()
+    assert hits == ""
+
+
+def test_no_network(box: DockerSandbox) -> None:
+    probe = "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 80), timeout=3)\""
+    done = box.exec(probe, timeout=20)
+    assert done.exit_code != 0 and "Network is unreachable" in done.output
+
+
+def test_memory_hog_is_killed_and_container_survives(box: DockerSandbox) -> None:
+    done = box.exec("python3 -c \"x = bytearray(1024 * 1024 * 1024)\"", timeout=60)
+    assert done.exit_code == 137 and not done.timed_out
+    assert box.exec("echo alive").output == "alive\n"
+
+
+def test_fork_bomb_is_contained(box: DockerSandbox) -> None:
+    done = box.exec("bomb() { bomb | bomb & }; bomb; sleep 3", timeout=5)
+    assert "Resource temporarily unavailable" in done.output  # the pids limit was hit
+    assert box.container.attrs["HostConfig"]["PidsLimit"] == 64
+    for _ in range(20):  # the bomb's processes die with their process group
+        if box.exec("echo alive", timeout=10).output == "alive\n":
+            break
+        time.sleep(0.5)
+    else:
+        pytest.fail("container did not recover from the fork bomb")
+    host = subprocess.run(["bash", "-c", "echo ok"], capture_output=True, text=True)
+    assert host.stdout == "ok\n"  # and the host can still fork
+
+
+def test_diff_round_trips_through_git_apply_on_a_fresh_container(box: DockerSandbox) -> None:
+    box.exec("printf 'new file\\n' > added.txt && rm README.md && echo '# touched' >> $(git ls-files '*.py' | head -1)")
+    box.exec("mkdir -p pkg_cache/__pycache__ && echo x > pkg_cache/__pycache__/m.pyc && printf '\\x00\\x01binary' > blob.bin")
+    box.exec("git add -A && git -c user.name=a -c user.email=a@a commit -qm agent")  # agent commits: irrelevant
+    patch = box.diff()
+    assert "added.txt" in patch and "README.md" in patch
+    assert "__pycache__" not in patch and "blob.bin" not in patch
+    fresh = DockerSandbox.start(task_image(smoke_task()), client=client())
+    try:
+        apply_patch(fresh, patch)
+        assert fresh.exec("cat added.txt").output == "new file\n"
+        assert fresh.exec("test -e README.md").exit_code == 1
+        assert fresh.diff() == patch
+    finally:
+        fresh.close()
+
+
+def test_close_removes_the_container() -> None:
+    box = DockerSandbox.start(task_image(smoke_task()), client=client())
+    container_id = box.container.id
+    assert _exists(container_id)
+    box.close()
+    box.close()  # idempotent
+    assert not _exists(container_id)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_container_is_removed_when_the_process_is_interrupted(sig: signal.Signals) -> None:
+    script = ("import sys, time\n"
+              "from harness.sandbox import DockerSandbox\n"
+              f"box = DockerSandbox.start({task_image(smoke_task())!r})\n"
+              "print(box.container.id, flush=True)\n"
+              "box.exec('sleep 300', timeout=600)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    container_id = proc.stdout.readline().strip()
+    assert _exists(container_id)
+    time.sleep(0.5)
+    proc.send_signal(sig)
+    proc.wait(timeout=60)
+    assert not _exists(container_id)
+
+
+def test_cleanup_command_removes_labelled_containers() -> None:
+    stray = client().containers.run(task_image(smoke_task()), ["sleep", "infinity"], detach=True,
+                                    labels={LABEL: "sandbox"})
+    done = subprocess.run([sys.executable, "-m", "harness", "cleanup"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert not _exists(stray.id)
