@@ -88,11 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return handler(args)
     except (TaskError, DockerUnavailable) as err:
-        console.print(f"error: {err}", markup=False)
+        print(f"error: {err}", file=sys.stderr)
         return 2
     except ImageBuildError as err:
         # First line says what failed; the output tail follows because a build log is the useful part.
-        console.print(f"error: {err}", markup=False)
+        print(f"error: {err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         console.print("interrupted")

@@ -58,7 +58,8 @@ def ensure_engine(wait_seconds: float = WAIT_SECONDS) -> str:
         return "engine already running"
     if not _is_debian_root():
         raise DockerUnavailable(
-            "Docker is not running: start the Docker engine (e.g. 'sudo systemctl start docker') and retry"
+            "cannot reach a Docker engine ('docker info' failed): start Docker (e.g. 'sudo systemctl start docker') "
+            "or give this user access to it, then retry"
         )
     if not shutil.which("dockerd"):
         _install_engine()

@@ -55,6 +55,7 @@ class SandboxLimits:
     pids: int = 1024
     network: bool = False
     max_output_bytes: int = 1_000_000
+    cpuset: str | None = None  # e.g. "1": pin the container to that CPU (timing runs)
 
 
 class Sandbox(Protocol):
@@ -79,7 +80,7 @@ def docker_client() -> docker.DockerClient:
 # ---------------------------------------------------------------- container bookkeeping
 
 _live: dict[str, Container] = {}
-_live_lock = threading.Lock()
+_live_lock = threading.RLock()  # re-entrant: the signal handler may interrupt a holder
 _hooks_installed = False
 
 
@@ -181,7 +182,7 @@ class DockerSandbox:
             image, ["sleep", "infinity"], detach=True, init=True, labels=all_labels,
             network_mode=None if limits.network else "none",
             mem_limit=limits.memory, memswap_limit=limits.memory, pids_limit=limits.pids,
-            nano_cpus=int(limits.cpus * 1e9), working_dir=TESTBED,
+            nano_cpus=int(limits.cpus * 1e9), cpuset_cpus=limits.cpuset, working_dir=TESTBED,
         )
         with _live_lock:
             _live[container.id] = container

@@ -1,0 +1,87 @@
+"""Code states in containers: GSO's apply cascade, rebuilds, hidden tests copied in, references
+carried across containers, equivalence failures and timeouts reported with the failing step."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.perfrun import (StepFailed, apply_patch, copy_references, filter_patch, prepare_state,
+                             run_test_script)
+from harness.sandbox import DockerSandbox
+from harness.tasks import Task, load_task
+from tests.docker_support import client, task_image
+
+WRONG_PATCH = """diff --git a/tiny/__init__.py b/tiny/__init__.py
+--- a/tiny/__init__.py
++++ b/tiny/__init__.py
+@@ -1,5 +1,2 @@
+ def total(xs):
+-    out = 0
+-    for x in xs:
+-        out = out + x
+-    return out
++    return sum(xs) + 1
+"""
+HANGING_PATCH = WRONG_PATCH.replace("return sum(xs) + 1", "while True: pass")
+CACHE_SECTION = """diff --git a/tiny/__pycache__/x.pyc b/tiny/__pycache__/x.pyc
+new file mode 100644
+--- /dev/null
++++ b/tiny/__pycache__/x.pyc
+@@ -0,0 +1 @@
++junk
+"""
+
+
+def test_filter_patch_drops_excluded_paths() -> None:
+    assert filter_patch(CACHE_SECTION + WRONG_PATCH) == WRONG_PATCH
+    assert filter_patch(WRONG_PATCH) == WRONG_PATCH
+
+
+@pytest.fixture
+def task(tiny_task: Path) -> Task:
+    return load_task(tiny_task)
+
+
+@pytest.fixture
+def boxes(task: Task) -> Iterator[list[DockerSandbox]]:
+    image = task_image(task)
+    started = [DockerSandbox.start(image, client=client()) for _ in range(2)]
+    yield started
+    for box in started:
+        box.close()
+
+
+@pytest.mark.docker
+def test_expert_passes_eqcheck_against_base_reference(task: Task, boxes: list[DockerSandbox]) -> None:
+    base = prepare_state("base", boxes[0], task, None)
+    expert = prepare_state("expert", boxes[1], task, task.expert_patch)
+    assert base.tests == ("test_sum.py",)
+    assert run_test_script(base.sandbox, "test_sum.py", "reference", 60) > 0
+    assert copy_references(base.sandbox, expert.sandbox) == 1
+    assert run_test_script(expert.sandbox, "test_sum.py", "eqcheck", 60) > 0
+    assert expert.sandbox.exec("grep -c 'sum(xs)' tiny/__init__.py").output.strip() == "1"
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(("patch", "step"), [(WRONG_PATCH, "equivalence check"), (HANGING_PATCH, "timeout after 3s")])
+def test_bad_patches_fail_the_named_step(task: Task, boxes: list[DockerSandbox], patch: str, step: str) -> None:
+    base = prepare_state("base", boxes[0], task, None)
+    other = prepare_state("patch", boxes[1], task, patch)
+    run_test_script(base.sandbox, "test_sum.py", "reference", 60)
+    copy_references(base.sandbox, other.sandbox)
+    with pytest.raises(StepFailed) as err:
+        run_test_script(other.sandbox, "test_sum.py", "eqcheck", 3)
+    assert step in err.value.step
+
+
+@pytest.mark.docker
+def test_patch_that_does_not_apply_tries_the_whole_cascade(task: Task, boxes: list[DockerSandbox]) -> None:
+    broken = WRONG_PATCH.replace("out = out + x", "out = out * x")
+    with pytest.raises(StepFailed) as err:
+        apply_patch(boxes[0], broken)
+    assert err.value.step == "apply patch"
+    for tool in ("git apply --verbose", "--ignore-space-change", "--reject", "patch --batch --fuzz=5"):
+        assert tool in err.value.output
+    assert boxes[0].exec("git status --porcelain").output == ""  # nothing half-applied is left
