@@ -11,7 +11,6 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -145,7 +144,6 @@ def _check_files(task: Task, where: str) -> None:
         raise TaskError(f"{where}: missing hidden tests: expected tests/test_*.py files")
 
 
-@lru_cache(maxsize=None)
 def _check_expert_applies(task_path: Path, where: str) -> None:
     # A scratch copy outside any git work tree: `git apply` inside one would resolve paths from its root.
     with tempfile.TemporaryDirectory(prefix="optrunner-check-") as tmp:
@@ -171,8 +169,10 @@ def load_dir(path: Path) -> list[Task]:
 def select_tasks(selector: str = "suite", suite_dir: Path = SUITE_DIR) -> list[Task]:
     """`suite`, `smoke`, a comma-separated list of suite ids, or a path to a folder of tasks."""
     selector = selector.strip()
-    as_path = Path(selector).expanduser()
-    if "/" in selector or selector.startswith(".") or (as_path.exists() and selector not in ("suite", "smoke")):
+    looks_like_path = selector.startswith((".", "~", "/")) or "/" in selector
+    if looks_like_path or (selector not in ("suite", "smoke") and "," not in selector
+                           and not (suite_dir / selector).is_dir() and Path(selector).is_dir()):
+        as_path = Path(selector).expanduser()
         if not as_path.is_dir():
             raise TaskError(f"--tasks {selector}: no such directory")
         return load_dir(as_path)
