@@ -16,6 +16,7 @@ Standard library only: it runs inside task containers.
 from __future__ import annotations
 
 import argparse
+import pickle
 import time
 from typing import Any, Callable
 
@@ -33,6 +34,17 @@ def time_experiment(ns: dict[str, Any], eqcheck: bool = False, reference: bool =
     if eqcheck:
         ns["check_equivalence"](ns["load_result"](path), result)
     return elapsed
+
+
+def store_result(result: Any, path: str) -> None:
+    """Default result storage for tests whose results pickle cleanly."""
+    with open(path, "wb") as fh:
+        pickle.dump(result, fh, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def load_result(path: str) -> Any:
+    with open(path, "rb") as fh:
+        return pickle.load(fh)
 
 
 def main(run_test: Callable[[bool, bool, str], float]) -> None:

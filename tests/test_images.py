@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -14,12 +15,26 @@ from tests.docker_support import base_tag, client
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.docker
+_made: list[str] = []
+
+
+def request_cleanup(tag: str) -> None:
+    _made.append(tag)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _remove_made_images():
+    yield
+    for tag in _made:
+        client().images.remove(tag, force=True)
 
 
 def test_unchanged_task_is_reused_and_changed_task_rebuilt(tiny_task: Path) -> None:
+    (tiny_task / "repo" / "tiny" / "marker.py").write_text(f"RUN = {uuid.uuid4().hex!r}\n")  # a never-seen tree
     task = load_task(tiny_task)
     messages: list[str] = []
     tag = ensure_task_image(client(), task, base_tag(), progress=messages.append)
+    request_cleanup(tag)
     assert any("building" in m for m in messages)
     messages.clear()
     assert ensure_task_image(client(), task, base_tag(), progress=messages.append) == tag
