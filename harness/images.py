@@ -232,7 +232,8 @@ def ensure_task_image(client: docker.DockerClient, task: Task, base_tag: str, pr
 def base_commit_of(client: docker.DockerClient, tag: str) -> str:
     labels = client.images.get(tag).labels or {}
     if BASE_COMMIT_LABEL not in labels:
-        raise ImageBuildError(f"image {tag} has no {BASE_COMMIT_LABEL} label: rebuild it with 'python -m harness build'")
+        raise ImageBuildError(f"image {tag} has no {BASE_COMMIT_LABEL} label: "
+                              "rebuild it with 'python -m harness build'")
     return labels[BASE_COMMIT_LABEL]
 
 

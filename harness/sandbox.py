@@ -212,13 +212,23 @@ class DockerSandbox:
         worker.join(timeout + KILL_GRACE + BACKSTOP_GRACE)
         duration = time.monotonic() - started
         if worker.is_alive():  # the in-container timeout did not end it: stop the container itself
-            self.container.kill()
+            self._kill()
             return ExecResult(capture.text() + "\n[exec wedged: container killed]", -1, True, duration,
                               capture.dropped > 0)
         code = outcome.get("exit_code", -1)
         # timeout(1) exits 124 (TERM worked) or 137 (needed KILL); an OOM kill is also 137, but early.
         timed_out = code in (124, 137) and duration >= timeout * 0.98
         return ExecResult(capture.text(), code, timed_out, duration, capture.dropped > 0)
+
+    def _kill(self) -> None:
+        """Last resort for a wedged exec (a frozen or paused container): the container is lost."""
+        try:
+            self.container.reload()
+            if self.container.status == "paused":
+                self.container.unpause()
+            self.container.kill()
+        except docker.errors.APIError:
+            self.container.remove(force=True)
 
     # -- files
 

@@ -1,10 +1,10 @@
 """The Docker sandbox against real containers: timeouts, output, files, diff, limits, cleanup."""
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +14,7 @@ import pytest
 
 from harness.images import LABEL
 from harness.perfrun import apply_patch
-from harness.sandbox import DockerSandbox, SandboxLimits, _Capture
+from harness.sandbox import DockerSandbox, _Capture
 from tests.docker_support import client, sandbox_for, smoke_task, task_image
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -125,7 +125,8 @@ def test_fork_bomb_is_contained(box: DockerSandbox) -> None:
 
 def test_diff_round_trips_through_git_apply_on_a_fresh_container(box: DockerSandbox) -> None:
     box.exec("printf 'new file\\n' > added.txt && rm README.md && echo '# touched' >> $(git ls-files '*.py' | head -1)")
-    box.exec("mkdir -p pkg_cache/__pycache__ && echo x > pkg_cache/__pycache__/m.pyc && printf '\\x00\\x01binary' > blob.bin")
+    box.exec("mkdir -p pkg_cache/__pycache__ && echo x > pkg_cache/__pycache__/m.pyc")
+    box.exec("printf '\\x00\\x01binary' > blob.bin")  # a NUL byte: binary to git
     box.exec("git add -A && git -c user.name=a -c user.email=a@a commit -qm agent")  # agent commits: irrelevant
     patch = box.diff()
     assert "added.txt" in patch and "README.md" in patch
@@ -172,3 +173,14 @@ def test_cleanup_command_removes_labelled_containers() -> None:
     done = subprocess.run([sys.executable, "-m", "harness", "cleanup"], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert not _exists(stray.id)
+
+
+def test_backstop_ends_a_wedged_exec(box: DockerSandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A paused container freezes the in-container timeout too; only the host-side backstop can end it.
+    monkeypatch.setattr("harness.sandbox.BACKSTOP_GRACE", 1)
+    timer = threading.Timer(0.5, box.container.pause)
+    timer.start()
+    done = box.exec("sleep 60", timeout=1)
+    timer.join()
+    assert done.timed_out and "exec wedged" in done.output
+    assert done.duration < 15

@@ -33,25 +33,28 @@ console = Console()
 OUT_DIR = Path("outputs/bench")
 
 
-def _median_ms(fn: Callable[[], object], n: int) -> float:
-    fn()  # warm the connection pool / page cache
-    samples = []
-    for _ in range(n):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples) * 1000
+def _interleaved_medians_ms(fns: dict[str, Callable[[], object]], n: int) -> dict[str, float]:
+    """Median of n calls of each, rotating which goes first every round, so drift hits all alike."""
+    names = list(fns)
+    for fn in fns.values():
+        fn()  # warm the connection pool
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for i in range(n):
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            start = time.perf_counter()
+            fns[name]()
+            samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) * 1000 for name, values in samples.items()}
 
 
 def bench_exec(image: str, n: int) -> dict[str, float]:
     box = DockerSandbox.start(image)
     try:
-        figures = {
-            "sandbox_exec_ms": _median_ms(lambda: box.exec("true"), n),
-            "docker_py_exec_run_ms": _median_ms(lambda: box.container.exec_run("true"), n),
-            "docker_cli_exec_ms": _median_ms(
-                lambda: subprocess.run(["docker", "exec", box.container.id, "true"], check=True), max(10, n // 4)),
-        }
+        figures = _interleaved_medians_ms({
+            "sandbox_exec_ms": lambda: box.exec("true"),
+            "docker_py_exec_run_ms": lambda: box.container.exec_run("true"),
+            "docker_cli_exec_ms": lambda: subprocess.run(["docker", "exec", box.container.id, "true"], check=True),
+        }, n)
     finally:
         box.close()
     figures["ratio_vs_docker_py"] = figures["sandbox_exec_ms"] / figures["docker_py_exec_run_ms"]
@@ -82,7 +85,8 @@ def bench_task(task: Task, image: str, rounds: int, cpuset: str) -> list[dict[st
     limits = SandboxLimits(cpus=1.0, cpuset=cpuset)
     boxes = [DockerSandbox.start(image, limits), DockerSandbox.start(image, limits)]
     try:
-        states = [prepare_state("base", boxes[0], task, None), prepare_state("expert", boxes[1], task, task.expert_patch)]
+        states = [prepare_state("base", boxes[0], task, None),
+                  prepare_state("expert", boxes[1], task, task.expert_patch)]
         base, expert = states
         for test in base.tests:  # warm-up runs, which also store and check the reference results
             run_test_script(base.sandbox, test, "reference", task.test_timeout)
@@ -125,9 +129,10 @@ def main(argv: list[str] | None = None) -> int:
     first_image = images[tasks[0].id]
     if not args.skip_sandbox:
         report["exec"] = ex = bench_exec(first_image, args.exec_n)
-        console.print(f"exec overhead (median of {args.exec_n}): sandbox {ex['sandbox_exec_ms']:.1f} ms, "
+        console.print(f"exec overhead (median of {args.exec_n}, interleaved): sandbox {ex['sandbox_exec_ms']:.1f} ms, "
                       f"docker-py exec_run {ex['docker_py_exec_run_ms']:.1f} ms, docker exec CLI "
-                      f"{ex['docker_cli_exec_ms']:.1f} ms -> {ex['ratio_vs_docker_py']:.3f}x docker-py (target <= 1.15x)")
+                      f"{ex['docker_cli_exec_ms']:.1f} ms -> {ex['ratio_vs_docker_py']:.3f}x docker-py "
+                      "(target <= 1.15x)")
         report["startup"] = st = bench_startup(first_image, args.start_n)
         console.print(f"start-up (median of {args.start_n}): sandbox ready {st['sandbox_ready_ms']:.0f} ms, bare "
                       f"run + exec {st['bare_run_plus_exec_ms']:.0f} ms -> {st['ratio_vs_bare']:.3f}x (target <= 1.3x)")
