@@ -25,8 +25,10 @@ images: venv docker
 test: images
 	$(PY) -m pytest -q
 
+# Until the runner exists, the demo shows the suite and times base vs expert on the smoke tasks.
 demo: images
 	$(PY) -m harness tasks --tasks $(TASKS)
+	$(PY) -m tests.bench --tasks smoke --skip-sandbox --rounds 1
 
 bench: images
 	$(PY) -m tests.bench
