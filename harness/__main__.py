@@ -16,7 +16,7 @@ from rich.table import Table
 from harness.docker_engine import DockerUnavailable, ensure_engine
 from harness.tasks import TaskError, select_tasks
 
-console = Console(stderr=True, highlight=False)
+console = Console(stderr=True, highlight=False, soft_wrap=True)  # log lines, never re-wrapped
 
 
 def _tasks_arg(parser: argparse.ArgumentParser, default: str = "suite") -> None:
