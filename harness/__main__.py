@@ -8,13 +8,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Callable
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
 
 from rich.console import Console
 from rich.table import Table
 
 from harness.docker_engine import DockerUnavailable, ensure_engine
-from harness.tasks import TaskError, select_tasks
+from harness.predictions import PredictionsError
+from harness.tasks import Task, TaskError, select_tasks
+
+if TYPE_CHECKING:
+    from harness.grading import GradeConfig
 
 console = Console(stderr=True, highlight=False, soft_wrap=True)  # log lines, never re-wrapped
 
@@ -64,6 +70,85 @@ def cmd_cleanup(_args: argparse.Namespace) -> int:
     return 0
 
 
+def _grading_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--rounds", type=int, default=5, help="timing rounds after the warm-up (default 5)")
+    parser.add_argument("--mode", choices=("interleaved", "gso"), default="interleaved",
+                        help="interleaved rounds on a pinned CPU (default), or GSO's sequential blocks")
+    parser.add_argument("--stat", choices=("mean", "median"), default="mean", help="per-test statistic")
+    parser.add_argument("--p", type=float, default=0.95, help="Opt_p threshold on hm speedup over the expert")
+    parser.add_argument("--out", type=Path, default=None, help="output directory (default outputs/<command>-<time>)")
+
+
+def _grading_setup(args: argparse.Namespace, tasks: list[Task],
+                   command: str) -> tuple[GradeConfig, dict[str, str], Path]:
+    from harness.grading import GradeConfig
+    from harness.images import BaseImageSpec, ensure_images
+    try:
+        config = GradeConfig(rounds=args.rounds, mode=args.mode, stat=args.stat, p=args.p)
+    except ValueError as err:
+        raise TaskError(f"bad grading option: {err}") from None
+    images = ensure_images(_docker(), tasks, BaseImageSpec(), progress=lambda m: console.print(f"[dim]build[/] {m}"))
+    out = args.out or Path("outputs") / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}"
+    return config, images, out
+
+
+def _fmt_interval(values: list[float] | None) -> str:
+    return f"[{values[0]:.3f}, {values[1]:.3f}]" if values else "-"
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from harness.evaluate import validate
+    tasks = select_tasks(args.tasks)
+    if args.repeat < 1:
+        raise TaskError("--repeat must be at least 1")
+    config, images, out = _grading_setup(args, tasks, "validate")
+    results = validate(tasks, images, config, args.repeat, out, log=lambda m: console.print(f"[dim]{m}"))
+    table = Table(title=f"validation: gold (expert) and empty patch, {config.rounds} rounds, {config.mode}, "
+                        f"repeat {args.repeat}")
+    for column in ("task", "expert hm vs base", "gold hm vs expert", "95% interval", "gold opt_base/opt_commit",
+                   "uncertain", "empty", "flips"):
+        table.add_column(column)
+    for res in results:
+        for i, gold in enumerate(res.gold):
+            stats = gold.get("opt_stats") or {}
+            intervals = gold.get("intervals") or {}
+            table.add_row(
+                res.task if i == 0 else "", f"{stats.get('hm_speedup_commit_base', 0):.2f}" if stats else "-",
+                f"{stats.get('hm_speedup_patch_commit', 0):.3f}" if stats else gold["status"],
+                _fmt_interval(intervals.get("hm_speedup_patch_commit")),
+                f"{gold['opt_base']}/{gold['opt_commit']}"
+                + ("" if gold["status"] == "passed" else f" ({gold['status']})"),
+                ",".join(k for k, v in (gold.get("uncertain") or {}).items() if v) or "-",
+                res.empty[i]["status"] + ("" if not res.empty[i]["opt_commit"] else " OPT?!"),
+                str(res.flips) if i == 0 else "")
+    Console().print(table)
+    bad = [r.task for r in results if not (r.gold_passes and r.empty_fails)]
+    flips = sum(r.flips for r in results)
+    print(f"{len(results) - len(bad)}/{len(results)} tasks valid, {flips} verdict flips; reports in {out}")
+    if bad:
+        print(f"invalid: {', '.join(bad)}", file=sys.stderr)
+    return 0 if not bad else 1
+
+
+def cmd_grade(args: argparse.Namespace) -> int:
+    from harness.evaluate import grade_predictions
+    from harness.predictions import load_predictions
+    tasks = select_tasks(args.tasks)
+    if not tasks:
+        raise TaskError(f"--tasks {args.tasks}: matches no tasks")
+    known = {t.id for t in tasks}
+    rollouts = [load_predictions(path, known) for path in args.predictions]  # all checked before any grading
+    wanted = sorted({p.instance_id for preds in rollouts for p in preds})
+    graded_tasks = [t for t in tasks if t.id in wanted] if args.only_predicted else tasks
+    config, images, out = _grading_setup(args, [t for t in tasks if t.id in wanted], "grade")
+    summary = grade_predictions(rollouts, graded_tasks, images, config, out,
+                                log=lambda m: console.print(f"[dim]{m}"))
+    k = summary["rollouts"]
+    print(f"Opt@1 {summary['opt_at_1']:.3f}" + (f"  Opt@{k} {summary[f'opt_at_{k}']:.3f}" if k > 1 else "")
+          + f"  over {summary['tasks']} tasks; statuses {summary['statuses']}; reports in {out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -76,6 +161,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--base-image", default="debian:bookworm-slim",
                    help="registry tag for the base image; debootstrap is used when it cannot be pulled")
     p.set_defaults(func=cmd_build)
+    p = sub.add_parser("validate", help="grade each task's expert patch (must be opt_commit) and the empty patch")
+    _tasks_arg(p)
+    _grading_args(p)
+    p.add_argument("--repeat", type=int, default=1, help="grade everything N times and count verdict flips")
+    p.set_defaults(func=cmd_validate)
+    p = sub.add_parser("grade", help="grade GSO predictions files (one file per rollout)")
+    _tasks_arg(p)
+    _grading_args(p)
+    p.add_argument("--predictions", type=Path, nargs="+", required=True,
+                   help="JSONL or JSON list of {instance_id, model_patch, model_name_or_path}")
+    p.add_argument("--only-predicted", action="store_true",
+                   help="summarize over the predicted tasks only (default: every selected task; missing = failed)")
+    p.set_defaults(func=cmd_grade)
     p = sub.add_parser("cleanup", help="remove every container labelled 'optrunner' (e.g. after a crash)")
     p.set_defaults(func=cmd_cleanup)
     return parser
@@ -87,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     from harness.images import ImageBuildError
     try:
         return handler(args)
-    except (TaskError, DockerUnavailable) as err:
+    except (TaskError, DockerUnavailable, PredictionsError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except ImageBuildError as err:

@@ -1,0 +1,75 @@
+"""`python -m harness grade | validate`: bad input is one line and writes nothing; a real run writes
+a report per instance and a summary with Opt@1 / Opt@K."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import write_task
+from tests.test_grading import SLOW_PATCH
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=ROOT, capture_output=True, text=True)
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ('{"instance_id": "tiny", "model_patch": ""}\nnot json\n', "preds.jsonl:2: not a JSON object"),
+    ('{"instance_id": "tiny"}\n', "preds.jsonl:1: missing 'model_patch'"),
+    ('{"model_patch": ""}\n', "preds.jsonl:1: missing 'instance_id'"),
+    ('{"instance_id": "ghost", "model_patch": ""}\n', "unknown instance_id 'ghost'"),
+    ('{"instance_id": "tiny", "model_patch": ""}\n{"instance_id": "tiny", "model_patch": "x"}\n',
+     "preds.jsonl:2: duplicate instance_id 'tiny' (first at"),
+    ('[{"instance_id": "tiny", "model_patch": 3}]', "item 1: 'model_patch' should be a string"),
+    ('[{"instance_id": "tiny"', "not valid JSON at line 1"),
+    ("", "no predictions in the file"),
+])
+def test_bad_predictions_are_one_line_and_write_nothing(tmp_path: Path, content: str, message: str) -> None:
+    tasks = tmp_path / "tasks"
+    write_task(tasks)
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text(content)
+    out = tmp_path / "out"
+    done = _cli("grade", "--predictions", str(preds), "--tasks", str(tasks), "--out", str(out))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], done.stderr
+    assert not out.exists()
+
+
+def test_selector_matching_nothing(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    preds = tmp_path / "p.jsonl"
+    preds.write_text('{"instance_id": "x", "model_patch": ""}\n')
+    for command in (["grade", "--predictions", str(preds)], ["validate"]):
+        done = _cli(*command, "--tasks", str(tmp_path / "empty"))
+        assert done.returncode == 2 and "no task folders" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.docker
+def test_grade_two_rollouts_end_to_end(tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks"
+    task = write_task(tasks)
+    gold = (task / "expert.patch").read_text()
+    files = []
+    for i, patch in enumerate([SLOW_PATCH, gold]):  # rollout 0 slows down, rollout 1 is the expert's change
+        path = tmp_path / f"rollout_{i}.jsonl"
+        path.write_text(json.dumps({"instance_id": "tiny", "model_patch": patch, "model_name_or_path": "m"}) + "\n")
+        files.append(str(path))
+    out = tmp_path / "out"
+    done = _cli("grade", "--predictions", *files, "--tasks", str(tasks), "--out", str(out), "--rounds", "2")
+    assert done.returncode == 0, done.stderr
+    slow = json.loads((out / "rollout_0" / "tiny" / "report.json").read_text())
+    good = json.loads((out / "rollout_1" / "tiny" / "report.json").read_text())
+    assert slow["status"] == good["status"] == "passed" and not slow["opt_base"] and good["opt_base"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["rollouts"] == 2 and summary["per_task"]["tiny"]["opt_commit"][0] is False
+    expected_k = 1.0 if good["opt_commit"] else 0.0
+    assert summary["opt_at_2"] == expected_k and summary["opt_at_1"] == expected_k / 2
+    assert "Opt@1" in done.stdout
