@@ -27,7 +27,8 @@ def test_mismatched_lengths_rejected() -> None:
 
 
 # (base, patch, commit, opt_base, opt_commit) — computed by hand with GSO's rules:
-# opt_base = mean(base) > mean(patch) and round(gm(base/patch), 1) >= 1.2; opt_commit = opt_base and hm(commit/patch) > 0.95
+# opt_base = mean(base) > mean(patch) and round(gm(base/patch), 1) >= 1.2
+# opt_commit = opt_base and hm(commit/patch) > 0.95
 GSO_CASES = [
     # 2x faster on both tests, expert 2x too: hm(commit/patch) = 1.0 > 0.95
     ([1.0, 2.0], [0.5, 1.0], [0.5, 1.0], True, True),
