@@ -25,13 +25,14 @@ images: venv docker
 test: images
 	$(PY) -m pytest -q
 
-# Until the runner exists, the demo shows the suite and times base vs expert on the smoke tasks.
+# Until the runner exists, the demo shows the suite and grades the smoke tasks' gold and empty patches.
 demo: images
 	$(PY) -m harness tasks --tasks $(TASKS)
-	$(PY) -m tests.bench --tasks smoke --skip-sandbox --rounds 1
+	$(PY) -m harness validate --tasks smoke
 
 bench: images
 	$(PY) -m tests.bench
+	$(PY) -m tests.bench.grading $(if $(FULL),--full,)
 
 cleanup: venv docker
 	$(PY) -m harness cleanup
