@@ -1,13 +1,14 @@
 """Grading many patches: predictions files (GSO's `grade`) and the suite's own check (`validate`)."""
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness import metrics
-from harness.grading import GradeConfig, grade, write_json
+from harness.grading import GradeConfig, config_fields, grade, patch_sha256, write_json
 from harness.predictions import Prediction
 from harness.tasks import Task
 
@@ -26,16 +27,30 @@ def grade_predictions(rollouts: list[list[Prediction]], tasks: list[Task], image
         done: dict[str, dict[str, Any]] = {}
         for pred in predictions:
             path = out / f"rollout_{index}" / pred.instance_id / "report.json"
-            log(f"rollout {index}: grading {pred.instance_id}")
-            report = grade(by_id[pred.instance_id], pred.model_patch, images[pred.instance_id], config,
-                           log=log)
-            report["model_name_or_path"] = pred.model_name_or_path
-            write_json(path, report)
+            report = _stored(path, pred, config)
+            if report is None:
+                log(f"rollout {index}: grading {pred.instance_id}")
+                report = grade(by_id[pred.instance_id], pred.model_patch, images[pred.instance_id], config,
+                               log=log)
+                report["model_name_or_path"] = pred.model_name_or_path
+                write_json(path, report)
+            else:
+                log(f"rollout {index}: {pred.instance_id} already graded, reusing {path}")
             done[pred.instance_id] = report
         reports.append(done)
     summary = summarize(reports, [t.id for t in tasks], config.p)
     write_json(out / "summary.json", summary)
     return summary
+
+
+def _stored(path: Path, pred: Prediction, config: GradeConfig) -> dict[str, Any] | None:
+    """A finished report for the same patch under the same grading settings, if one is on disk."""
+    try:
+        report = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    wanted = {"patch_sha256": patch_sha256(pred.model_patch), **config_fields(config)}
+    return report if all(report.get(k) == v for k, v in wanted.items()) else None
 
 
 def summarize(reports: list[dict[str, dict[str, Any]]], task_ids: list[str], p: float) -> dict[str, Any]:

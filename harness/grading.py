@@ -14,6 +14,7 @@ uncertain when its interval straddles the threshold. The report keeps GSO's keys
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import statistics
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import docker.errors
 import numpy as np
 
 from harness import metrics
@@ -88,8 +90,7 @@ def grade(task: Task, patch: str | None, image: str, config: GradeConfig = Grade
         "patch_exists": bool(patch and patch.strip()), "base_successfully_run": False,
         "patch_successfully_applied": False, "test_passed": False, "opt_base": False, "opt_commit": False,
         "base_times": [], "patch_times": [], "commit_times": [], "opt_stats": {}, "score": 0.0,
-        "timing_mode": config.mode, "rounds": config.rounds, "stat": config.stat, "p": config.p,
-        "grader_version": GRADER_VERSION,
+        "patch_sha256": patch_sha256(patch), **config_fields(config),
     }
     boxes: list[DockerSandbox] = []
     try:
@@ -101,11 +102,23 @@ def grade(task: Task, patch: str | None, image: str, config: GradeConfig = Grade
         report["status"], report["reason"] = "passed", ""
     except _Stop as stop:
         report["status"], report["reason"] = stop.status, stop.reason
+    except docker.errors.DockerException as err:  # infrastructure, not the patch: say so, grade the rest
+        report["status"], report["reason"] = "error", f"docker: {str(err).splitlines()[0][:300]}"
     finally:
         for box in boxes:
             box.close()
     report["wall_time_s"] = round(time.monotonic() - started, 2)
     return report
+
+
+def patch_sha256(patch: str | None) -> str | None:
+    return hashlib.sha256(patch.encode()).hexdigest() if patch is not None else None
+
+
+def config_fields(config: GradeConfig) -> dict[str, Any]:
+    """What a stored report must match to be reused instead of re-graded."""
+    return {"timing_mode": config.mode, "rounds": config.rounds, "stat": config.stat, "p": config.p,
+            "grader_version": GRADER_VERSION}
 
 
 def _prepare(task: Task, patch: str, image: str, config: GradeConfig, report: dict[str, Any],

@@ -99,7 +99,8 @@ def run_test_script(sandbox: Sandbox, test: str, mode: str | None, timeout: floa
     pin = f"taskset -c {cpu} " if cpu is not None else ""
     cmd = (f"rm -f {out} && cd {HIDDEN_DIR} && {pin}python3 {shlex.quote(test)} {out} {flag} "
            f"--file_prefix {REF_DIR}/{stem}")
-    done = sandbox.exec(cmd, timeout=timeout)
+    # A fixed hash seed: string hashing otherwise changes dict/set layouts, and so timings, per process.
+    done = sandbox.exec(cmd, timeout=timeout, env={"PYTHONHASHSEED": "0"})
     if done.timed_out:
         raise StepFailed(f"test {test} (timeout after {timeout:g}s)", done.output)
     if done.exit_code != 0:

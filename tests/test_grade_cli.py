@@ -73,3 +73,11 @@ def test_grade_two_rollouts_end_to_end(tmp_path: Path) -> None:
     expected_k = 1.0 if good["opt_commit"] else 0.0
     assert summary["opt_at_2"] == expected_k and summary["opt_at_1"] == expected_k / 2
     assert "Opt@1" in done.stdout
+    # Re-running the same command resumes: finished reports are reused, not graded again.
+    before = (out / "rollout_1" / "tiny" / "report.json").stat().st_mtime_ns
+    again = _cli("grade", "--predictions", *files, "--tasks", str(tasks), "--out", str(out), "--rounds", "2")
+    assert again.returncode == 0 and again.stderr.count("already graded") == 2
+    assert (out / "rollout_1" / "tiny" / "report.json").stat().st_mtime_ns == before
+    # Different grading settings do not reuse them.
+    third = _cli("grade", "--predictions", files[0], "--tasks", str(tasks), "--out", str(out), "--rounds", "1")
+    assert third.returncode == 0 and "already graded" not in third.stderr
