@@ -99,6 +99,8 @@ def _fmt_interval(values: list[float] | None) -> str:
 def cmd_validate(args: argparse.Namespace) -> int:
     from harness.evaluate import validate
     tasks = select_tasks(args.tasks)
+    if not tasks:
+        raise TaskError(f"--tasks {args.tasks}: matches no tasks")
     if args.repeat < 1:
         raise TaskError("--repeat must be at least 1")
     config, images, out = _grading_setup(args, tasks, "validate")
