@@ -21,10 +21,10 @@ def format_matrix(values, delimiter=",", fmt="{:.6f}", missing=None, rng=None,
     return line_end.join(delimiter.join(row) for row in cells) + line_end
 
 
-def check_equivalence(reference, current):
+def _check_matrix(ref, cur):
     """Same shape, NaN in the same cells, and bit-identical numbers elsewhere."""
-    ref = np.asarray(reference["matrix"])
-    cur = np.asarray(current["matrix"])
+    ref = np.asarray(ref)
+    cur = np.asarray(cur)
     assert cur.dtype == np.float64, cur.dtype
     assert ref.shape == cur.shape, f"shape {ref.shape} != {cur.shape}"
     ref_nan = np.isnan(ref)
@@ -34,4 +34,21 @@ def check_equivalence(reference, current):
     keep = ~ref_nan
     assert np.array_equal(ref[keep].view(np.uint64), cur[keep].view(np.uint64)), (
         "parsed values differ")
-    assert reference.get("header") == current.get("header")
+
+
+def check_equivalence(reference, current):
+    """Every parsed matrix matches exactly (see ``_check_matrix``), headers too.
+
+    Results hold either one ``matrix`` (and ``header``) or, for workloads that parse
+    a batch of documents, parallel lists ``matrices`` (and ``headers``).
+    """
+    assert set(reference) == set(current), f"keys {sorted(reference)} != {sorted(current)}"
+    if "matrices" in reference:
+        assert len(reference["matrices"]) == len(current["matrices"]), (
+            f"{len(reference['matrices'])} != {len(current['matrices'])} documents")
+        for ref, cur in zip(reference["matrices"], current["matrices"]):
+            _check_matrix(ref, cur)
+        assert reference.get("headers") == current.get("headers")
+    else:
+        _check_matrix(reference["matrix"], current["matrix"])
+        assert reference.get("header") == current.get("header")

@@ -1,4 +1,4 @@
-"""Plain comma-separated floats: 8 columns, no missing values, no header."""
+"""A batch of plain comma-separated float files: 8 columns, no missing values, no header."""
 import numpy as np
 
 import csvnum
@@ -8,12 +8,15 @@ from common import check_equivalence, format_matrix, load_result, store_result  
 
 def setup():
     rng = np.random.default_rng(11)
-    values = rng.normal(50.0, 20.0, size=(8_500, 8))
-    return {"text": format_matrix(values, ",", "{:.6f}")}
+    texts = []
+    for rows in rng.integers(1_800, 2_400, size=24):
+        values = rng.normal(50.0, 20.0, size=(int(rows), 8))
+        texts.append(format_matrix(values, ",", "{:.6f}"))
+    return {"texts": texts}
 
 
 def experiment(data):
-    return {"matrix": csvnum.parse(data["text"], delimiter=",")}
+    return {"matrices": [csvnum.parse(text, delimiter=",") for text in data["texts"]]}
 
 
 def run_test(eqcheck=False, reference=False, prefix=""):

@@ -1,4 +1,5 @@
-"""Many short integer fields (event counts); a few columns selected out of order."""
+"""A batch of count tables: many short integer fields (event counts); a few columns
+selected out of order."""
 import numpy as np
 
 import csvnum
@@ -8,13 +9,16 @@ from common import check_equivalence, format_matrix, load_result, store_result  
 
 def setup():
     rng = np.random.default_rng(5)
-    rows, cols = 13_000, 9
-    counts = rng.poisson(lam=[0.5, 3, 12, 1, 40, 7, 2, 90, 0.1], size=(rows, cols))
-    return {"text": format_matrix(counts, ",", "{}"), "usecols": [4, 0, 2, 6, -1]}
+    texts = []
+    for rows in rng.integers(2_200, 2_800, size=48):
+        counts = rng.poisson(lam=[0.5, 3, 12, 1, 40, 7, 2, 90, 0.1], size=(int(rows), 9))
+        texts.append(format_matrix(counts, ",", "{}"))
+    return {"texts": texts, "usecols": [4, 0, 2, 6, -1]}
 
 
 def experiment(data):
-    return {"matrix": csvnum.parse(data["text"], delimiter=",", usecols=data["usecols"])}
+    return {"matrices": [csvnum.parse(text, delimiter=",", usecols=data["usecols"])
+                         for text in data["texts"]]}
 
 
 def run_test(eqcheck=False, reference=False, prefix=""):

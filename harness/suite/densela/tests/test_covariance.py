@@ -1,4 +1,4 @@
-"""Sample covariance (X^T X after centering) of 8000 correlated observations of 120 variables."""
+"""Sample covariance (X^T X after centering) of 14000 correlated observations of 120 variables."""
 import numpy as np
 
 import densela
@@ -8,7 +8,7 @@ from common import check_equivalence, load_result, store_result
 
 def setup():
     rng = np.random.default_rng(31337)
-    n, d = 8000, 120
+    n, d = 14000, 120
     latent = rng.standard_normal((n, 8))
     mix = rng.standard_normal((8, d))
     x = latent @ mix + 0.5 * rng.standard_normal((n, d)) + rng.uniform(-50, 50, size=d)

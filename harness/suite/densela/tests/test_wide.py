@@ -1,4 +1,4 @@
-"""Short-and-wide output: a (64 x 400) matrix times a (400 x 6000) one."""
+"""Short-and-wide output: a (96 x 400) matrix times a (400 x 5500) one."""
 import numpy as np
 
 import densela
@@ -8,8 +8,8 @@ from common import check_equivalence, load_result, store_result
 
 def setup():
     rng = np.random.default_rng(99)
-    a = rng.standard_normal((64, 400))
-    b = rng.exponential(1.0, size=(400, 6000))
+    a = rng.standard_normal((96, 400))
+    b = rng.exponential(1.0, size=(400, 5500))
     b[:, ::7] = 0.0  # some all-zero columns
     return {"a": a, "b": b}
 

@@ -1,4 +1,4 @@
-"""Assign 55 noisy sequencing reads (90-150 bp) to the closest of 400 references within 12 edits."""
+"""Assign 70 noisy sequencing reads (90-150 bp) to the closest of 400 references within 12 edits."""
 import random
 
 import editdist
@@ -10,9 +10,9 @@ def setup():
     rng = random.Random(5)
     refs = ["".join(rng.choice("ACGT") for _ in range(rng.randint(90, 150))) for _ in range(400)]
     reads = []
-    for _ in range(45):
+    for _ in range(57):
         reads.append(mutate(rng, rng.choice(refs), rng.randint(0, 14), alphabet="ACGT"))
-    for _ in range(10):  # reads from nowhere
+    for _ in range(13):  # reads from nowhere
         reads.append("".join(rng.choice("ACGT") for _ in range(rng.randint(100, 130))))
     return {"vocab": editdist.Vocabulary(refs), "reads": reads}
 

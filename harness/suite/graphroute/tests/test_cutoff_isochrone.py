@@ -1,17 +1,30 @@
-"""Workload: isochrones (all places within a travel budget) on a large city grid."""
+"""Workload: isochrones (all places within a travel budget) around many centres in several city districts."""
+import random
+
 import graphroute
 import perfkit
 from common import check_equivalence, city_grid, load_result, store_result  # noqa: F401
 
 
 def setup():
-    g, vid = city_grid(80, 80, seed=41, wmin=2, wmax=30, drop=0.05, diagonals=0.05)
-    return {"graph": g, "centers": [vid(40, 40), vid(5, 70)], "budget": 170}
+    rng = random.Random(41)
+    districts = []
+    for k in range(6):
+        rows, cols = 11 + k % 3, 13 + k % 2
+        g, vid = city_grid(rows, cols, seed=41 + k, wmin=2, wmax=30, drop=0.05, diagonals=0.05)
+        centers = [vid(rows // 2, cols // 2), vid(2, cols - 3)]
+        centers += [vid(rng.randrange(rows), rng.randrange(cols)) for _ in range(94)]
+        districts.append((g, centers))
+    return {"districts": districts, "budgets": [90, 150, 240]}
 
 
 def experiment(data):
-    g = data["graph"]
-    return [graphroute.shortest_path_lengths(g, c, cutoff=data["budget"]) for c in data["centers"]]
+    budgets = data["budgets"]
+    out = []
+    for g, centers in data["districts"]:
+        out.append([graphroute.shortest_path_lengths(g, c, cutoff=budgets[i % len(budgets)])
+                    for i, c in enumerate(centers)])
+    return out
 
 
 def run_test(eqcheck=False, reference=False, prefix=""):

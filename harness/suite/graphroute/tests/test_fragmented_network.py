@@ -1,7 +1,7 @@
-"""Workload: a network split into many components of skewed sizes plus isolated nodes.
+"""Workload: many networks split into components of skewed sizes plus isolated nodes.
 
-Only part of the graph is reachable from the source, and one query targets an
-unreachable vertex.
+Only part of each graph is reachable from a source, and one query per network
+targets an unreachable vertex.
 """
 import random
 
@@ -10,12 +10,11 @@ import perfkit
 from common import check_equivalence, load_result, store_result  # noqa: F401
 
 
-def setup():
-    rng = random.Random(77)
+def _network(rng):
     edges = []
     vertices = []
     next_id = 1
-    sizes = [1200, 700, 350] + [rng.randint(5, 120) for _ in range(40)] + [1] * 300
+    sizes = [rng.randint(70, 90), rng.randint(30, 45), 18] + [rng.randint(4, 15) for _ in range(4)] + [1] * 10
     rng.shuffle(sizes)
     for size in sizes:
         comp = list(range(next_id, next_id + size))
@@ -31,19 +30,30 @@ def setup():
     rng.shuffle(vertices)
     g = graphroute.RoadGraph.from_edges(edges, vertices=vertices)
     comps = graphroute.connected_components(g)
-    big = comps[0]
-    return {"graph": g, "source": big[len(big) // 2], "other": comps[1][0]}
+    big, second = comps[0], comps[1]
+    sources = [big[len(big) // 2], big[0], big[-1], big[len(big) // 3], second[len(second) // 2]]
+    return {"graph": g, "sources": sources, "other": second[0]}
+
+
+def setup():
+    rng = random.Random(77)
+    return {"networks": [_network(rng) for _ in range(124)]}
 
 
 def experiment(data):
-    g = data["graph"]
-    dist, pred = graphroute.dijkstra(g, data["source"])
-    try:
-        graphroute.shortest_path(g, data["source"], data["other"])
-        unreachable = False
-    except graphroute.NoPathError:
-        unreachable = True
-    return {"dist": dist, "pred": pred, "unreachable": unreachable}
+    out = []
+    for net in data["networks"]:
+        g = net["graph"]
+        for s in net["sources"]:
+            dist, pred = graphroute.dijkstra(g, s)
+            out.append({"dist": dist, "pred": pred})
+        try:
+            graphroute.shortest_path(g, net["sources"][0], net["other"])
+            unreachable = False
+        except graphroute.NoPathError:
+            unreachable = True
+        out.append(unreachable)
+    return out
 
 
 def run_test(eqcheck=False, reference=False, prefix=""):

@@ -11,7 +11,7 @@ from common import check_equivalence, load_result, store_result, table_to_plain
 
 def setup():
     rng = np.random.default_rng(404)
-    n = 300_000
+    n = 600_000
     return ga.Table({
         "account": rng.integers(-500, 500, n).astype(np.int64),
         "amount": rng.normal(0.0, 250.0, n),

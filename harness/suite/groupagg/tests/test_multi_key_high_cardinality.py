@@ -1,4 +1,4 @@
-"""Two key columns (string region x integer day) giving over ten thousand groups."""
+"""Two key columns (string region x integer day) giving several thousand groups."""
 import numpy as np
 
 import groupagg as ga
@@ -8,12 +8,12 @@ from common import check_equivalence, load_result, store_result, table_to_plain
 
 def setup():
     rng = np.random.default_rng(303)
-    n = 40_000
+    n = 180_000
     regions = np.array(["north", "south", "east", "west", "central", "islands",
                         "alpine", "coast", "delta", "plains"])
     return ga.Table({
         "region": regions[rng.integers(0, len(regions), n)],
-        "day": rng.integers(0, 1500, n).astype(np.int64),
+        "day": rng.integers(0, 730, n).astype(np.int64),
         "rain_mm": np.where(rng.random(n) < 0.3, 0.0, rng.exponential(4.0, n)),
         "temp_c": rng.normal(12.0, 9.0, n),
         "flagged": rng.random(n) < 0.05,

@@ -8,7 +8,7 @@ from common import check_equivalence, load_result, store_result, table_to_plain
 
 def setup():
     rng = np.random.default_rng(101)
-    n = 200_000
+    n = 500_000
     return ga.Table({
         "store_id": rng.integers(0, 200, n).astype(np.int64),
         "units": rng.integers(1, 20, n).astype(np.int64),

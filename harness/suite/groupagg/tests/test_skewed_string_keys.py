@@ -8,7 +8,7 @@ from common import check_equivalence, load_result, store_result, table_to_plain
 
 def setup():
     rng = np.random.default_rng(202)
-    n = 120_000
+    n = 240_000
     vocab = np.array([f"sku-{i:05d}" for i in range(20_000)])
     ranks = np.minimum(rng.zipf(1.3, n), len(vocab)) - 1
     return ga.Table({

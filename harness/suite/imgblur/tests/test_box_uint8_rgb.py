@@ -8,7 +8,7 @@ from common import check_equivalence, load_result, random_image, store_result  #
 
 def setup():
     rng = np.random.default_rng(99)
-    return {"img": random_image(rng, (540, 720, 3), np.uint8), "radius": 6}
+    return {"img": random_image(rng, (1440, 1920, 3), np.uint8), "radius": 2}
 
 
 def experiment(data):

@@ -8,7 +8,7 @@ from common import check_equivalence, load_result, random_image, store_result  #
 
 def setup():
     rng = np.random.default_rng(7)
-    return {"img": random_image(rng, (800, 1080), np.float32), "sigmas": [1.5, 4.0]}
+    return {"img": random_image(rng, (1350, 1600), np.float32), "sigmas": [1.5, 2.0]}
 
 
 def experiment(data):

@@ -1,7 +1,7 @@
-"""Workload: tall, narrow strips where the window is wider than the image.
+"""Workload: many thin strips where the window is wider than the image.
 
 Most window samples fall outside the image, so the clamped border rule is
-exercised heavily (including a 1-pixel-wide column and a 1-pixel-high row).
+exercised heavily (tall 1-4 pixel columns, wide 1-4 pixel rows, both dtypes).
 """
 import numpy as np
 
@@ -12,13 +12,15 @@ from common import check_equivalence, load_result, random_image, store_result  #
 
 def setup():
     rng = np.random.default_rng(2024)
-    imgs = [
-        random_image(rng, (2400, 40), np.uint8),
-        random_image(rng, (1500, 1), np.float32),
-        random_image(rng, (1, 1800), np.uint8),
-        random_image(rng, (2000, 33), np.float32),
-    ]
-    return {"imgs": imgs, "radii": [18, 30, 45, 19]}
+    imgs, radii = [], []
+    for i in range(1300):
+        thin = int(rng.integers(1, 5))
+        long_side = int(rng.integers(1500, 3000))
+        shape = (long_side, thin) if i % 2 == 0 else (thin, long_side)
+        dtype = np.uint8 if i % 3 == 0 else np.float32
+        imgs.append(random_image(rng, shape, dtype))
+        radii.append(thin // 2 + 1)  # 2 * r + 1 > thin side
+    return {"imgs": imgs, "radii": radii}
 
 
 def experiment(data):

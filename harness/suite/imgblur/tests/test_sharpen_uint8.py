@@ -8,11 +8,11 @@ from common import check_equivalence, load_result, random_image, store_result  #
 
 def setup():
     rng = np.random.default_rng(31337)
-    return {"img": random_image(rng, (1024, 1280), np.uint8)}
+    return {"img": random_image(rng, (1700, 1900), np.uint8)}
 
 
 def experiment(data):
-    return imgblur.sharpen(data["img"], amount=0.9, radius=5, threshold=3.0)
+    return imgblur.sharpen(data["img"], amount=0.9, radius=4, threshold=3.0)
 
 
 def run_test(eqcheck=False, reference=False, prefix=""):

@@ -9,13 +9,13 @@ from common import check_equivalence, load_result, random_image, store_result  #
 def setup():
     rng = np.random.default_rng(5)
     tiles, radii = [], []
-    for i in range(440):
+    for i in range(1800):
         h = int(rng.integers(2, 96))
         w = int(rng.integers(2, 96))
         dtype = np.uint8 if i % 3 == 0 else np.float32
         shape = (h, w, 3) if i % 5 == 0 else (h, w)
         tiles.append(random_image(rng, shape, dtype))
-        radii.append(int(rng.integers(1, 9)))
+        radii.append(int(rng.integers(1, 4)))
     return {"tiles": tiles, "radii": radii}
 
 

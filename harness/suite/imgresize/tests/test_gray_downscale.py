@@ -1,4 +1,4 @@
-"""Large float grayscale image downscaled by about 4x (bilinear)."""
+"""A stack of float grayscale scans (varied sizes) each downscaled by about 4x (bilinear)."""
 import numpy as np
 
 import imgresize as ir
@@ -8,13 +8,22 @@ from common import check_equivalence, load_result, store_result
 
 def setup():
     rng = np.random.default_rng(7)
-    yy, xx = np.mgrid[0:1200, 0:1600]
-    img = 0.5 + 0.25 * np.sin(xx / 37.0) * np.cos(yy / 23.0) + 0.05 * rng.standard_normal((1200, 1600))
-    return img
+    imgs = []
+    for i in range(750):
+        h, w = int(rng.integers(48, 96)), int(rng.integers(64, 120))
+        yy, xx = np.mgrid[0:h, 0:w]
+        img = (0.5 + 0.25 * np.sin((xx + 3 * i) / 37.0) * np.cos((yy + i) / 23.0)
+               + 0.05 * rng.standard_normal((h, w)))
+        imgs.append(img)
+    return imgs
 
 
-def experiment(img):
-    return {"small": ir.resize(img, (300, 420))}
+def experiment(imgs):
+    out = {}
+    for i, img in enumerate(imgs):
+        h, w = img.shape
+        out[f"small{i}"] = ir.resize(img, ((h + 2) // 4, (w + 1) // 4))
+    return out
 
 
 def run_test(eqcheck=False, reference=False, prefix=""):

@@ -1,4 +1,4 @@
-"""Thumbnails of a large non-square float32 RGBA image at several target boxes (box prefilter + bilinear)."""
+"""Thumbnails of several large non-square float32 RGBA images at several target boxes (box prefilter + bilinear)."""
 import numpy as np
 
 import imgresize as ir
@@ -8,16 +8,20 @@ from common import check_equivalence, load_result, store_result
 
 def setup():
     rng = np.random.default_rng(9)
-    img = rng.random((720, 1120, 4), dtype=np.float32)
-    img[..., 3] = (img[..., 3] > 0.2).astype(np.float32)
-    return img
+    imgs = []
+    for h, w in [(720, 1120), (900, 600), (512, 768)]:
+        img = rng.random((h, w, 4), dtype=np.float32)
+        img[..., 3] = (img[..., 3] > 0.2).astype(np.float32)
+        imgs.append(img)
+    return imgs
 
 
-def experiment(img):
+def experiment(imgs):
     out = {}
-    for box in [(100, 100), (96, 150), (64, 64)]:
-        out[f"thumb_{box[0]}x{box[1]}"] = ir.thumbnail(img, box)
-    out["no_prefilter"] = ir.thumbnail(img, (64, 64), reducing_gap=0)
+    for i, img in enumerate(imgs):
+        for box in [(100, 100), (64, 96), (40, 40), (24, 32)]:
+            out[f"img{i}_thumb_{box[0]}x{box[1]}"] = ir.thumbnail(img, box)
+        out[f"img{i}_no_prefilter"] = ir.thumbnail(img, (32, 32), reducing_gap=0)
     return out
 
 

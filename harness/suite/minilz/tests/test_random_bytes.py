@@ -1,4 +1,4 @@
-"""Incompressible input: uniformly random bytes, 4 KiB window."""
+"""Incompressible input: 1.1 MB of uniformly random bytes, 256-byte window."""
 import numpy as np
 
 import perfkit
@@ -7,7 +7,7 @@ from common import check_equivalence, load_result, run_codec, store_result  # no
 
 def setup():
     rng = np.random.default_rng(1234)
-    return {"data": rng.integers(0, 256, 48_000, dtype=np.uint8).tobytes(), "window_bits": 12}
+    return {"data": rng.integers(0, 256, 1_100_000, dtype=np.uint8).tobytes(), "window_bits": 8}
 
 
 def experiment(data):

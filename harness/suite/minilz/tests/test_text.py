@@ -1,14 +1,15 @@
-"""Prose-like text with a skewed word distribution, 4 KiB window."""
+"""A batch of prose-like documents with a skewed word distribution, 512-byte window."""
 import perfkit
-from common import check_equivalence, load_result, run_codec, store_result, synthetic_text  # noqa: F401
+from common import check_equivalence, load_result, run_codec_batch, store_result, synthetic_text  # noqa: F401
 
 
 def setup():
-    return {"data": synthetic_text(120_000, seed=77), "window_bits": 12}
+    docs = [synthetic_text(140_000 + 6_000 * k, seed=77 + k) for k in range(8)]
+    return {"docs": docs, "window_bits": 9}
 
 
 def experiment(data):
-    return run_codec(data["data"], data["window_bits"])
+    return run_codec_batch(data["docs"], data["window_bits"])
 
 
 def run_test(eqcheck=False, reference=False, prefix=""):

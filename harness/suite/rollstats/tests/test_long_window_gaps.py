@@ -1,4 +1,4 @@
-"""Long window (1,000) over a series with NaN gaps and a large constant offset."""
+"""Long window (3,000) over a series with NaN gaps and a large constant offset."""
 import numpy as np
 
 import perfkit
@@ -8,11 +8,11 @@ from common import check_equivalence, load_result, store_result  # noqa: F401
 
 def setup():
     rng = np.random.default_rng(404)
-    n = 7_000
+    n = 10_000
     x = 1.0e5 + np.cumsum(rng.normal(0, 0.05, n)) + rng.normal(0, 1.0, n)
-    for start in rng.choice(n - 20, 3, replace=False):
+    for start in rng.choice(n - 20, 6, replace=False):
         x[start:start + rng.integers(1, 20)] = np.nan  # sensor dropouts
-    return {"x": x, "window": 1_000}
+    return {"x": x, "window": 3_000}
 
 
 def experiment(data):

@@ -1,4 +1,4 @@
-"""Rolling mean and sample std of a drifting random walk (window 60)."""
+"""Rolling mean and sample std of a drifting random walk (window 1500)."""
 import numpy as np
 
 import perfkit
@@ -8,8 +8,8 @@ from common import check_equivalence, load_result, store_result  # noqa: F401
 
 def setup():
     rng = np.random.default_rng(101)
-    steps = rng.normal(0.02, 1.0, 10_000)
-    return {"x": 1_000.0 + np.cumsum(steps), "window": 60}
+    steps = rng.normal(0.02, 1.0, 17_000)
+    return {"x": 1_000.0 + np.cumsum(steps), "window": 1500}
 
 
 def experiment(data):

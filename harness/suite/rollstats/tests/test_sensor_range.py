@@ -1,4 +1,4 @@
-"""Rolling min/max/range of a noisy periodic sensor signal with spikes (window 250)."""
+"""Rolling min/max/range of a noisy periodic sensor signal with spikes (window 5760: four days of minutes, 21 days)."""
 import numpy as np
 
 import perfkit
@@ -8,12 +8,12 @@ from common import check_equivalence, load_result, store_result  # noqa: F401
 
 def setup():
     rng = np.random.default_rng(202)
-    n = 25_000
+    n = 30_240
     t = np.arange(n)
     x = 20.0 + 5.0 * np.sin(2 * np.pi * t / 1440) + rng.normal(0, 0.3, n)
     spikes = rng.choice(n, 60, replace=False)
     x[spikes] += rng.normal(0, 15, 60)
-    return {"x": x, "window": 250}
+    return {"x": x, "window": 5760}
 
 
 def experiment(data):

@@ -8,14 +8,14 @@ from common import check_equivalence, load_result, store_result  # noqa: F401
 
 def setup():
     rng = np.random.default_rng(303)
-    n = 5_000
+    n = 8_000
     t = np.arange(n)
     x = 3.0 * np.sin(2 * np.pi * t / 288) + rng.standard_t(5, n)
-    for start in rng.choice(n - 500, 3, replace=False):
+    for start in rng.choice(n - 500, 4, replace=False):
         x[start:] += rng.choice([-8.0, 8.0])  # level shifts
     outliers = rng.choice(n, 25, replace=False)
     x[outliers] += rng.choice([-1, 1], 25) * rng.uniform(8, 20, 25)
-    return {"x": x, "window": 120, "threshold": 4.0}
+    return {"x": x, "window": 1500, "threshold": 4.0}
 
 
 def experiment(data):

@@ -103,7 +103,7 @@ def make_record(rng):
 
 def setup():
     rng = random.Random(22)
-    return SCHEMA, [make_record(rng) for _ in range(1200)]
+    return SCHEMA, [make_record(rng) for _ in range(1500)]
 
 
 def experiment(data):

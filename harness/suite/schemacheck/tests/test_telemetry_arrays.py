@@ -40,7 +40,7 @@ def make_record(rng):
 
 def setup():
     rng = random.Random(55)
-    return SCHEMA, [make_record(rng) for _ in range(600)]
+    return SCHEMA, [make_record(rng) for _ in range(900)]
 
 
 def experiment(data):

@@ -54,7 +54,7 @@ def make_record(rng):
 
 def setup():
     rng = random.Random(11)
-    return SCHEMA, [make_record(rng) for _ in range(1800)]
+    return SCHEMA, [make_record(rng) for _ in range(3000)]
 
 
 def experiment(data):

@@ -8,12 +8,12 @@ from common import check_equivalence, load_result, random_intervals, store_resul
 
 def setup():
     rng = np.random.default_rng(808)
-    n = 120_000
-    starts, ends = random_intervals(rng, n, 0, 2_000_000, 30)
+    n = 360_000
+    starts, ends = random_intervals(rng, n, 0, 6_000_000, 30)
     ends[: n // 4] = starts[: n // 4]  # a quarter are single positions
     ix = spanindex.IntervalIndex()
     ix.add_many(starts, ends, ids=rng.permutation(n))
-    k = 650
+    k = 180
     a = rng.integers(0, n, size=k)
     b = rng.integers(0, n, size=k)
     # query edges placed exactly on, just before and just after interval edges

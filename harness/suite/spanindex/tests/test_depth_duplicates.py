@@ -1,4 +1,4 @@
-"""Coverage depth at 1500 positions (mostly interval boundaries) over 150k heavily duplicated intervals."""
+"""Coverage depth at 650 positions (mostly interval boundaries) over 470k heavily duplicated intervals."""
 import numpy as np
 
 import perfkit
@@ -10,12 +10,12 @@ def setup():
     rng = np.random.default_rng(23)
     # 2000 distinct intervals on a short 5 kb region, each repeated many times
     us, ue = random_intervals(rng, 2000, 0, 5000, 60)
-    pick = rng.integers(0, 2000, size=150_000)
+    pick = rng.integers(0, 2000, size=470_000)
     ix = spanindex.IntervalIndex()
     ix.add_many(us[pick], ue[pick])
     # every boundary position and its neighbours, plus positions off both ends
-    pos = np.concatenate([us[:300], ue[:300], us[:300] - 1, ue[:300] + 1,
-                          rng.integers(-100, 5200, size=300)])
+    pos = np.concatenate([us[:130], ue[:130], us[:130] - 1, ue[:130] + 1,
+                          rng.integers(-100, 5200, size=130)])
     return {"index": ix, "pos": pos}
 
 

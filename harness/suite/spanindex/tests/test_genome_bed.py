@@ -1,4 +1,4 @@
-"""Per-chromosome counts (skewed chromosome sizes, one unknown name) for 11000 queries."""
+"""Per-chromosome counts (skewed chromosome sizes, one unknown name) for 9500 queries."""
 import numpy as np
 
 import perfkit
@@ -10,7 +10,7 @@ def setup():
     rng = np.random.default_rng(5)
     chrom_names = ["chr1", "chr2", "chr3", "chr10", "chrX", "chrM"]
     weights = np.array([0.45, 0.2, 0.15, 0.1, 0.08, 0.02])
-    n = 180_000
+    n = 350_000
     chroms = rng.choice(chrom_names, size=n, p=weights)
     starts, ends = random_intervals(rng, n, 0, 20_000_000, 800)
     small = chroms == "chrM"
@@ -20,7 +20,7 @@ def setup():
              enumerate(zip(chroms[:2000], starts[:2000], ends[:2000]))]
     g = spanindex.GenomeIndex.from_bed(["track name=peaks"] + lines)
     g.add_many(chroms[2000:], starts[2000:], ends[2000:])
-    nq = 11000
+    nq = 9500
     q_chroms = rng.choice(chrom_names + ["chrUn"], size=nq)
     q_starts = rng.integers(0, 20_000_000, size=nq)
     q_starts[q_chroms == "chrM"] %= 16_000

@@ -1,4 +1,4 @@
-"""Index growing in three rounds (bulk and single adds), queried after each round."""
+"""Index growing in four rounds (bulk and single adds), queried after each round."""
 import numpy as np
 
 import perfkit
@@ -8,16 +8,16 @@ from common import check_equivalence, load_result, random_intervals, store_resul
 
 def setup():
     rng = np.random.default_rng(31)
-    starts, ends = random_intervals(rng, 30_000, 0, 10_000_000, 1500)
+    starts, ends = random_intervals(rng, 40_000, 0, 10_000_000, 1500)
     ix = spanindex.IntervalIndex()
     ix.add_many(starts, ends)
     batches = []
-    for _ in range(3):
-        bs, be = random_intervals(rng, 15_000, 0, 10_000_000, 1500)
+    for _ in range(4):
+        bs, be = random_intervals(rng, 20_000, 0, 10_000_000, 1500)
         singles = [(int(s), int(s) + int(l)) for s, l in
                    zip(rng.integers(0, 10_000_000, 50), rng.integers(0, 100, 50))]
-        qs = rng.integers(0, 10_000_000, size=2500)
-        qe = qs + rng.integers(0, 5000, size=2500)
+        qs = rng.integers(0, 10_000_000, size=1300)
+        qe = qs + rng.integers(0, 5000, size=1300)
         batches.append((bs, be, singles, qs, qe))
     return {"index": ix, "batches": batches}
 

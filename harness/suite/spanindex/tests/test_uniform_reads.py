@@ -1,4 +1,4 @@
-"""Overlap counts of 2500 random windows against 120k read-like intervals."""
+"""Overlap counts of 1300 random windows against each of four samples of 100k read-like intervals."""
 import numpy as np
 
 import perfkit
@@ -8,17 +8,20 @@ from common import check_equivalence, load_result, random_intervals, store_resul
 
 def setup():
     rng = np.random.default_rng(11)
-    starts, ends = random_intervals(rng, 120_000, 0, 50_000_000, 400)
-    ix = spanindex.IntervalIndex()
-    ix.add_many(starts, ends)
-    q_starts = rng.integers(0, 50_000_000, size=2500)
-    q_ends = q_starts + rng.integers(0, 20_000, size=2500)
-    return {"index": ix, "qs": q_starts, "qe": q_ends}
+    samples = []
+    for _ in range(4):
+        starts, ends = random_intervals(rng, 100_000, 0, 50_000_000, 400)
+        ix = spanindex.IntervalIndex()
+        ix.add_many(starts, ends)
+        q_starts = rng.integers(0, 50_000_000, size=1300)
+        q_ends = q_starts + rng.integers(0, 20_000, size=1300)
+        samples.append((ix, q_starts, q_ends))
+    return {"samples": samples}
 
 
 def experiment(data):
-    counts = data["index"].count_overlaps(data["qs"], data["qe"])
-    return {"counts": counts}
+    counts = [ix.count_overlaps(qs, qe) for ix, qs, qe in data["samples"]]
+    return {"counts": np.stack(counts)}
 
 
 def run_test(eqcheck=False, reference=False, prefix=""):
