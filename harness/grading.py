@@ -15,6 +15,7 @@ uncertain when its interval straddles the threshold. The report keeps GSO's keys
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import statistics
@@ -169,8 +170,12 @@ def _time_rounds(task: Task, states: list[CodeState], config: GradeConfig,
     tests = states[0].tests
     times: dict[str, dict[str, list[float]]] = {s.name: {t: [] for t in tests} for s in states}
     if config.mode == "interleaved":
-        schedule = [(r, test, states[(r + i + j) % 3]) for r in range(config.rounds)
-                    for i, test in enumerate(tests) for j in range(3)]
+        # Cycle through all 6 orders of the 3 states, so each state runs first, last, and right
+        # after each other state equally often: a run is slowed by what ran just before it (a
+        # plain rotation always put the patch right after the base).
+        orders = list(itertools.permutations(states))
+        schedule = [(r, test, state) for r in range(config.rounds) for i, test in enumerate(tests)
+                    for state in orders[(r * len(tests) + i) % len(orders)]]
     else:  # GSO: all base runs, then all patch runs, then all expert runs
         schedule = [(r, test, state) for state in states for test in tests for r in range(config.rounds)]
     log(f"[{task.id}] timing: {len(schedule)} runs ({config.mode})")
