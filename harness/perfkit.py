@@ -47,6 +47,23 @@ def load_result(path: str) -> Any:
         return pickle.load(fh)
 
 
+def assert_same(reference: Any, current: Any, where: str = "result") -> None:
+    """Exact comparison of nested dicts / lists / tuples of scalars, naming the first difference."""
+    if isinstance(reference, dict):
+        assert isinstance(current, dict), f"{where}: expected dict, got {type(current).__name__}"
+        assert set(reference) == set(current), \
+            f"{where}: key sets differ ({len(reference)} vs {len(current)} keys)"
+        for key in reference:
+            assert_same(reference[key], current[key], f"{where}[{key!r}]")
+    elif isinstance(reference, (list, tuple)):
+        assert isinstance(current, (list, tuple)), f"{where}: expected sequence, got {type(current).__name__}"
+        assert len(reference) == len(current), f"{where}: length {len(reference)} vs {len(current)}"
+        for i, (a, b) in enumerate(zip(reference, current)):
+            assert_same(a, b, f"{where}[{i}]")
+    else:
+        assert type(reference) is type(current) and reference == current, f"{where}: {reference!r} != {current!r}"
+
+
 def main(run_test: Callable[[bool, bool, str], float]) -> None:
     parser = argparse.ArgumentParser(description="Time one experiment() call (GSO protocol).")
     parser.add_argument("output_file", help="file to append the timing line to")

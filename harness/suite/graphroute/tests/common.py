@@ -2,6 +2,7 @@
 import random
 
 from graphroute import RoadGraph
+import perfkit
 from perfkit import load_result, store_result  # noqa: F401  (pickle storage)
 
 
@@ -42,19 +43,4 @@ def city_grid(rows, cols, seed, wmin=1, wmax=20, drop=0.0, diagonals=0.0, direct
 
 def check_equivalence(reference, current):
     """Exact comparison of nested dicts / lists / tuples of ints and floats."""
-    _compare(reference, current, "result")
-
-
-def _compare(ref, cur, where):
-    if isinstance(ref, dict):
-        assert isinstance(cur, dict), "%s: expected dict, got %s" % (where, type(cur).__name__)
-        assert set(ref) == set(cur), "%s: key sets differ (%d vs %d keys)" % (where, len(ref), len(cur))
-        for k in ref:
-            _compare(ref[k], cur[k], "%s[%r]" % (where, k))
-    elif isinstance(ref, (list, tuple)):
-        assert isinstance(cur, (list, tuple)), "%s: expected sequence, got %s" % (where, type(cur).__name__)
-        assert len(ref) == len(cur), "%s: length %d vs %d" % (where, len(ref), len(cur))
-        for i, (a, b) in enumerate(zip(ref, cur)):
-            _compare(a, b, "%s[%d]" % (where, i))
-    else:
-        assert type(ref) == type(cur) and ref == cur, "%s: %r != %r" % (where, ref, cur)
+    perfkit.assert_same(reference, current)

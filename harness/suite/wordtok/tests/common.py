@@ -1,5 +1,6 @@
 """Synthetic corpora and result helpers for the wordtok workloads."""
 import random
+import perfkit
 from perfkit import load_result, store_result  # noqa: F401  (pickle storage)
 
 _SYLLABLES = ["ka", "lo", "ri", "ten", "mar", "sa", "vel", "do", "qu", "in", "or", "ble", "st", "an", "ph", "ez"]
@@ -60,19 +61,4 @@ def vocab_summary(vocab):
 
 def check_equivalence(reference, current):
     """Exact comparison of nested dicts / lists / tuples of strings and ints."""
-    _compare(reference, current, "result")
-
-
-def _compare(ref, cur, where):
-    if isinstance(ref, dict):
-        assert isinstance(cur, dict), "%s: expected dict, got %s" % (where, type(cur).__name__)
-        assert set(ref) == set(cur), "%s: key sets differ (%d vs %d keys)" % (where, len(ref), len(cur))
-        for k in ref:
-            _compare(ref[k], cur[k], "%s[%r]" % (where, k))
-    elif isinstance(ref, (list, tuple)):
-        assert isinstance(cur, (list, tuple)), "%s: expected sequence, got %s" % (where, type(cur).__name__)
-        assert len(ref) == len(cur), "%s: length %d vs %d" % (where, len(ref), len(cur))
-        for i, (a, b) in enumerate(zip(ref, cur)):
-            _compare(a, b, "%s[%d]" % (where, i))
-    else:
-        assert type(ref) == type(cur) and ref == cur, "%s: %r != %r" % (where, ref, cur)
+    perfkit.assert_same(reference, current)
