@@ -1,0 +1,157 @@
+"""mini-swe-agent style scaffold: bash only, one fresh `bash -lc` per command, the message list is the
+trajectory.
+
+Faithful to mini-swe-agent 2.x (see shared/scaffolds.md):
+- text mode: exactly one ```mswea_bash_command block per reply; tool mode: one `bash` tool, several calls
+  run in order;
+- a malformed reply is dropped from the history, an error message takes its place, the call still counts
+  as a step, and 3 format errors in a row end the run;
+- finish: a command whose output's first line is the sentinel and whose exit code is 0; the rest of the
+  output is the submission;
+- output over 10,000 chars shows the first and last 5,000; a command timeout is not fatal (code -1);
+- step, cost and wall-clock limits are checked before each model call (by the Recorder).
+"""
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.sandbox import TESTBED, Sandbox
+from harness.tasks import Task
+from scaffolds.episode import (Episode, EpisodeEnd, FormatErrors, Limits, Observation, Recorder, Submitted,
+                               render_template, task_vars)
+from scaffolds.model import Model, ModelReply, ToolCall, parse_arguments, tool_result
+
+PROMPTS = Path(__file__).parent / "prompts"
+SENTINEL = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+ACTION_RE = re.compile(r"```mswea_bash_command\s*\n(.*?)\n```", re.DOTALL)
+# What upstream sets for every command, so pagers and progress bars never block or flood the output.
+COMMAND_ENV = {"PAGER": "cat", "MANPAGER": "cat", "LESS": "-R", "PIP_PROGRESS_BAR": "off", "TQDM_DISABLE": "1"}
+BASH_TOOL = {"type": "function", "function": {
+    "name": "bash",
+    "description": "Run one shell command in a fresh `bash -lc` process and return its exit code and output.",
+    "parameters": {"type": "object", "properties": {"command": {"type": "string", "description": "The command."}},
+                   "required": ["command"]},
+}}
+
+
+@dataclass(frozen=True)
+class MiniSweConfig:
+    mode: str = "text"  # "text" (mswea_bash_command blocks) or "tool" (the bash tool)
+    prompt: str = "default"  # "default" or "aggressive" (AutoLab's measure-edit-measure variant)
+    command_timeout_s: float = 60.0
+    max_format_errors: int = 3
+    output_limit: int = 10_000
+    hint: bool = False  # show the task's bottleneck description
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("text", "tool"):
+            raise ValueError(f"mini_swe mode must be 'text' or 'tool', not {self.mode!r}")
+        if self.prompt not in ("default", "aggressive"):
+            raise ValueError(f"mini_swe prompt must be 'default' or 'aggressive', not {self.prompt!r}")
+
+
+class FormatError(Exception):
+    """A reply the scaffold cannot act on; its message says what was wrong."""
+
+
+class MiniSweScaffold:
+    name = "mini_swe"
+
+    def __init__(self, config: MiniSweConfig | None = None, **options: Any) -> None:
+        self.config = config or MiniSweConfig(**options)
+
+    # ---------------------------------------------------------------- prompts
+    def _render(self, template: str, **variables: Any) -> str:
+        return render_template(PROMPTS, template, mode=self.config.mode, sentinel=SENTINEL, **variables)
+
+    def _first_messages(self, task: Task) -> list[dict[str, Any]]:
+        variables = task_vars(task, TESTBED)
+        if not self.config.hint:
+            variables["description"] = ""
+        system = "system_aggressive.j2" if self.config.prompt == "aggressive" else "system.j2"
+        return [{"role": "system", "content": self._render(system, workdir=TESTBED,
+                                                            command_timeout=f"{self.config.command_timeout_s:g}")},
+                {"role": "user", "content": self._render("task.j2", **variables)}]
+
+    # ---------------------------------------------------------------- the loop
+    def run(self, task: Task, sandbox: Sandbox, model: Model, limits: Limits,
+            stop: threading.Event | None = None) -> Episode:
+        rec = Recorder(self.name, sandbox, model, limits, stop)
+        messages = self._first_messages(task)
+        tools = [BASH_TOOL] if self.config.mode == "tool" else None
+        format_errors = 0
+        try:
+            while True:
+                reply = rec.query(messages, tools=tools)
+                try:
+                    commands = self._parse(reply)
+                except FormatError as err:
+                    # The bad reply is not kept: the model sees only the error, and the call still counted.
+                    format_errors += 1
+                    rec.act({"format_error": str(err), "reply": reply.content}, Observation(str(err), len(str(err))))
+                    if format_errors >= self.config.max_format_errors:
+                        raise FormatErrors(f"{format_errors} format errors in a row: {err}") from None
+                    messages.append({"role": "user", "content": self._render("format_error.j2", problem=str(err))})
+                    continue
+                format_errors = 0
+                messages.append(reply.message)
+                for call_id, command in commands:
+                    shown = self._execute(rec, sandbox, command)
+                    if call_id is None:
+                        messages.append({"role": "user", "content": shown})
+                    else:
+                        messages.append(tool_result(ToolCall(call_id, "bash", ""), shown))
+        except Submitted as end:
+            return rec.finish(end, messages, submission=end.message)
+        except EpisodeEnd as end:
+            return rec.finish(end, messages)
+
+    def _parse(self, reply: ModelReply) -> list[tuple[str | None, str]]:
+        """The commands of a reply as (tool call id or None, command)."""
+        if self.config.mode == "text":
+            blocks = ACTION_RE.findall(reply.content)
+            if len(blocks) != 1:
+                raise FormatError(f"found {len(blocks)} mswea_bash_command blocks, expected exactly one.")
+            return [(None, blocks[0].strip())]
+        if not reply.tool_calls:
+            raise FormatError("the reply called no tool.")
+        commands = []
+        for call in reply.tool_calls:
+            if call.name != "bash":
+                raise FormatError(f"unknown tool {call.name!r}; the only tool is `bash`.")
+            try:
+                command = parse_arguments(call).get("command")
+            except ValueError as err:
+                raise FormatError(str(err)) from None
+            if not isinstance(command, str) or not command.strip():
+                raise FormatError("the bash tool needs a non-empty string `command`.")
+            commands.append((call.id, command))
+        return commands
+
+    def _execute(self, rec: Recorder, sandbox: Sandbox, command: str) -> str:
+        timeout = min(self.config.command_timeout_s, rec.action_timeout())
+        result = sandbox.exec(command, timeout=timeout, cwd=TESTBED, env=COMMAND_ENV)
+        returncode = -1 if result.timed_out else result.exit_code
+        output = result.output
+        lines = output.lstrip().splitlines(keepends=True)
+        if lines and lines[0].strip() == SENTINEL and returncode == 0:
+            rec.act({"command": command}, Observation("(submitted)", len(output), returncode, result.duration))
+            raise Submitted("".join(lines[1:]))
+        shown = self._observation(output, returncode, result.timed_out, timeout)
+        rec.act({"command": command}, Observation(shown, len(output), returncode, result.duration))
+        return shown
+
+    def _observation(self, output: str, returncode: int, timed_out: bool, timeout: float) -> str:
+        limit = self.config.output_limit
+        half = limit // 2
+        variables: dict[str, Any] = {"returncode": returncode, "timed_out": timed_out, "timeout": f"{timeout:g}",
+                                     "output": output, "elided": 0}
+        if len(output) > limit:
+            variables.update(elided=len(output) - 2 * half, total=len(output), half=half,
+                             head=output[:half], tail=output[-half:])
+        return self._render("observation.j2", **variables)
+

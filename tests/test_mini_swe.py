@@ -1,0 +1,119 @@
+"""The mini-swe-agent style scaffold in real containers, driven through litellm by scripted models."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.tasks import Task, load_task
+from scaffolds import scripted
+from scaffolds.episode import Limits
+from scaffolds.mini_swe import MiniSweConfig, MiniSweScaffold
+from tests.conftest import write_task
+from tests.scaffold_support import actions, bound_model, run_episode, same_effect, script_model
+
+pytestmark = pytest.mark.docker
+QUICK = Limits(max_steps=20, snapshot_every=0)
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory: pytest.TempPathFactory) -> Task:
+    return load_task(write_task(tmp_path_factory.mktemp("mini")))
+
+
+@pytest.mark.parametrize("mode", ["text", "tool"])
+def test_oracle_reproduces_the_expert_change_and_replay_repeats_it(task: Task, mode: str) -> None:
+    scaffold = MiniSweScaffold(mode=mode)
+    episode, diff = run_episode(scaffold, task, bound_model("scripted/oracle", task), QUICK)
+    assert episode.exit_reason == "submitted", episode.exit_message
+    assert diff.strip() and same_effect(task, diff, task.expert_patch)
+    assert episode.usage.calls == episode.steps == len(scripted.oracle_steps(task))
+    assert episode.usage.cost_known and episode.usage.cost_usd > 0
+
+    replayed, replay_diff = run_episode(scaffold, task, bound_model("scripted/replay", task,
+                                                                    trajectory=episode.messages), QUICK)
+    assert actions(replayed) == actions(episode)
+    assert replayed.exit_reason == "submitted" and same_effect(task, replay_diff, diff)
+
+
+def test_noop_submits_an_empty_diff(task: Task) -> None:
+    episode, diff = run_episode(MiniSweScaffold(), task, bound_model("scripted/noop", task), QUICK)
+    assert episode.exit_reason == "submitted" and episode.steps == 1 and diff.strip() == ""
+
+
+def test_fresh_process_per_command_and_the_submission(task: Task) -> None:
+    steps = [{"bash": "cd /tmp && export FOO=1 && pwd"}, {"bash": "pwd; echo FOO=$FOO; echo PAGER=$PAGER"},
+             {"bash": f"echo {scripted.SUBMIT_SENTINEL}; false"},  # exit code 1: not a submission
+             {"bash": f"echo {scripted.SUBMIT_SENTINEL}; echo the result"}]
+    episode, _ = run_episode(MiniSweScaffold(), task, script_model(steps), QUICK)
+    shown = [o.text for s in episode.step_records for o in s.observations]
+    assert "/tmp" in shown[0] and "/testbed" in shown[1] and "FOO=\n" in shown[1] and "PAGER=cat" in shown[1]
+    assert "<returncode>1</returncode>" in shown[2]
+    assert episode.exit_reason == "submitted" and episode.submission == "the result\n"
+
+
+def test_format_errors_are_dropped_from_history_and_three_in_a_row_end_the_run(task: Task) -> None:
+    steps = [{"fault": "malformed"}, {"fault": "multi"}, {"bash": "echo ok"},
+             {"fault": "malformed"}, {"fault": "multi"}, {"fault": "malformed"}, {"bash": "echo never"}]
+    episode, _ = run_episode(MiniSweScaffold(), task, script_model(steps), QUICK)
+    assert episode.exit_reason == "format_errors" and episode.steps == 6
+    assistant = [m["content"] for m in episode.messages if m["role"] == "assistant"]
+    assert len(assistant) == 1 and "echo ok" in assistant[0]  # only the valid reply was kept
+    errors = [m["content"] for m in episode.messages if m["role"] == "user" and "not accepted" in m["content"]]
+    assert len(errors) == 4 and "found 0" in errors[0] and "found 2" in errors[1]
+
+
+def test_tool_mode_runs_several_calls_in_order_and_rejects_bad_calls(task: Task) -> None:
+    steps = [{"fault": "multi"}, {"fault": "unknown_tool"}, {"fault": "bad_args"}, {"finish": "done"}]
+    episode, _ = run_episode(MiniSweScaffold(mode="tool"), task, script_model(steps), QUICK)
+    assert episode.exit_reason == "submitted"
+    tool_outputs = [m["content"] for m in episode.messages if m["role"] == "tool"]
+    assert "one" in tool_outputs[0] and "two" in tool_outputs[1]
+    errors = [m["content"] for m in episode.messages if m["role"] == "user" and "not accepted" in m["content"]]
+    assert "unknown tool 'browse'" in errors[0] and "not valid JSON" in errors[1]
+
+
+def test_timeout_is_not_fatal_and_long_output_keeps_head_and_tail(task: Task) -> None:
+    steps = [{"bash": "echo started; sleep 30"},
+             {"bash": "python3 -c \"print('a' * 6000 + 'b' * 6000 + 'c' * 6000)\""}, {"finish": "ok"}]
+    scaffold = MiniSweScaffold(MiniSweConfig(command_timeout_s=1))
+    episode, _ = run_episode(scaffold, task, script_model(steps), QUICK)
+    first, second = (s.observations[0] for s in episode.step_records[:2])
+    assert first.exit_code == -1 and "started" in first.text and "stopped after 1 seconds" in first.text
+    assert second.full_chars == 18001 and "8001 characters left out" in second.text
+    assert "aaaa" in second.text and "cccc" in second.text and "b" * 3000 not in second.text
+    assert episode.exit_reason == "submitted"
+
+
+@pytest.mark.parametrize("limits, reason", [
+    (Limits(max_steps=2, snapshot_every=0), "step_limit"),
+    (Limits(max_cost_usd=1e-9, snapshot_every=0), "cost_limit"),
+    (Limits(wall_clock_s=1.5, snapshot_every=0), "time_limit"),
+])
+def test_limits_end_the_run_with_their_reason(task: Task, limits: Limits, reason: str) -> None:
+    steps = [{"bash": "sleep 1"}] * 10
+    episode, _ = run_episode(MiniSweScaffold(), task, script_model(steps), limits)
+    assert episode.exit_reason == reason
+    assert episode.steps == (2 if reason == "step_limit" else episode.steps)
+
+
+def test_provider_error_ends_the_run_as_model_error(task: Task) -> None:
+    episode, _ = run_episode(MiniSweScaffold(), task, script_model([{"bash": "true"}, {"error": 500}], attempts=1))
+    assert episode.exit_reason == "model_error" and "500" in episode.exit_message
+
+
+def test_snapshots_of_the_diff_every_s_steps(task: Task) -> None:
+    oracle = bound_model("scripted/oracle", task)
+    episode, diff = run_episode(MiniSweScaffold(), task, oracle, Limits(snapshot_every=2))
+    snapshots = [s.diff_snapshot for s in episode.step_records]
+    assert [i for i, snap in enumerate(snapshots) if snap is not None] == [1, 3, 5][:len(episode.step_records) // 2]
+    assert snapshots[1] == ""  # before the patch was applied
+    assert same_effect(task, snapshots[3], diff)  # applied at step 3 (index 2)
+
+
+def test_aggressive_variant_and_bad_config(task: Task, tmp_path: Path) -> None:
+    plain = MiniSweScaffold()._first_messages(task)[0]["content"]
+    aggressive = MiniSweScaffold(prompt="aggressive")._first_messages(task)[0]["content"]
+    assert aggressive.startswith(plain) and "do not submit after your first change" in aggressive
+    with pytest.raises(ValueError, match="mode must be"):
+        MiniSweConfig(mode="json")
