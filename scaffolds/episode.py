@@ -22,7 +22,8 @@ from harness.tasks import Task
 from scaffolds.model import CallRecord, Model, ModelError, ModelReply, Usage
 
 EXIT_REASONS = ("submitted", "step_limit", "cost_limit", "time_limit", "stuck", "format_errors",
-                "context_window", "model_error", "interrupted", "error")
+                "context_window", "model_error", "provider_error", "interrupted", "error")
+# provider_error: the provider kept failing after retries (an outage); the runner retries such rollouts.
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,8 @@ class Recorder:
         try:
             reply = self.model.query(messages, tools=tools, stop=stop)
         except ModelError as exc:
-            raise EpisodeEnd(str(exc), "context_window" if exc.kind == "context_window" else "model_error") from exc
+            reason = {"context_window": "context_window", "transient": "provider_error"}.get(exc.kind, "model_error")
+            raise EpisodeEnd(str(exc), reason) from exc
         step.call = reply.record
         self.usage.add(reply.record)
         return reply

@@ -147,25 +147,44 @@ def _status(exc: BaseException) -> int | None:
 
 def is_transient(exc: BaseException) -> bool:
     lm = litellm_module()
-    permanent = (lm.ContextWindowExceededError, lm.AuthenticationError, lm.BadRequestError, lm.NotFoundError,
+    if isinstance(exc, lm.ContextWindowExceededError):
+        return False
+    # The HTTP status decides first: litellm maps any OpenAI-style body whose type is
+    # "invalid_request_error" to BadRequestError, even when the status was 500/503.
+    code = _status(exc)
+    if code is not None and (code == 429 or code >= 500):
+        return True
+    permanent = (lm.AuthenticationError, lm.BadRequestError, lm.NotFoundError,
                  lm.PermissionDeniedError, lm.UnprocessableEntityError)
     if isinstance(exc, permanent):
         return False
-    if isinstance(exc, (lm.RateLimitError, lm.APIConnectionError, lm.Timeout, lm.InternalServerError,
-                        lm.ServiceUnavailableError, lm.BadGatewayError)):
-        return True
-    code = _status(exc)
-    return code is not None and (code == 429 or code >= 500)
+    return isinstance(exc, (lm.RateLimitError, lm.APIConnectionError, lm.Timeout, lm.InternalServerError,
+                            lm.ServiceUnavailableError, lm.BadGatewayError))
 
 
 def _error_kind(exc: BaseException) -> str:
     lm = litellm_module()
-    for kind, cls in (("context_window", lm.ContextWindowExceededError), ("auth", lm.AuthenticationError),
-                      ("auth", lm.PermissionDeniedError), ("not_found", lm.NotFoundError),
-                      ("bad_request", lm.BadRequestError)):
+    if isinstance(exc, lm.ContextWindowExceededError):
+        return "context_window"
+    # Status before class, for the same reason as in is_transient: a 401 whose body says
+    # "invalid_request_error" arrives as BadRequestError, a 403 as a bare APIError.
+    code = _status(exc)
+    if code in (401, 403):
+        return "auth"
+    if code == 404:
+        return "not_found"
+    if is_transient(exc):
+        return "transient"
+    for kind, cls in (("auth", lm.AuthenticationError), ("auth", lm.PermissionDeniedError),
+                      ("not_found", lm.NotFoundError), ("bad_request", lm.BadRequestError),
+                      ("bad_request", lm.UnprocessableEntityError)):
         if isinstance(exc, cls):
             return kind
-    return "transient" if is_transient(exc) else "error"
+    return "error"
+
+
+_HINTS = {"auth": " (check the API key and the account's access to this model)",
+          "context_window": " (the conversation no longer fits the model's context window)"}
 
 
 def retry_after_s(exc: BaseException) -> float | None:
@@ -274,7 +293,8 @@ class Model:
             kind = _error_kind(exc)
             first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
             suffix = f" after {attempts} attempts" if kind == "transient" else ""
-            raise ModelError(kind, f"{self.config.name}: {kind} error{suffix}: {first_line}") from exc
+            raise ModelError(kind, f"{self.config.name}: {kind} error{suffix}: {first_line}"
+                                   f"{_HINTS.get(kind, '')}") from exc
         finally:
             self.calls += 1
         record = self._record(response, started, attempts)

@@ -40,21 +40,23 @@ TEST_SRC = textwrap.dedent('''
 ''')
 
 
-def write_task(root: Path, task_id: str = "tiny", **fields: object) -> Path:
-    """Create a valid task folder (fields override task.yaml entries; None removes one)."""
+def write_task(root: Path, task_id: str = "tiny", *, slow_src: str = SLOW_SRC, fast_src: str = FAST_SRC,
+               prob_script: str = "import tiny\nprint(tiny.total(range(10)))\n", **fields: object) -> Path:
+    """Create a valid task folder (fields override task.yaml entries; None removes one).
+    `slow_src` is the base code of `tiny.total`, `fast_src` the expert's."""
     path = root / task_id
     (path / "repo" / "tiny").mkdir(parents=True)
-    (path / "repo" / "tiny" / "__init__.py").write_text(SLOW_SRC)
+    (path / "repo" / "tiny" / "__init__.py").write_text(slow_src)
     (path / "repo" / ".gitignore").write_text("*.so\n*.o\n")
     (path / "tests").mkdir()
     (path / "tests" / "test_sum.py").write_text(TEST_SRC)
-    (path / "prob_script.py").write_text("import tiny\nprint(tiny.total(range(10)))\n")
+    (path / "prob_script.py").write_text(prob_script)
     scratch = root / f".{task_id}-scratch"
     subprocess.run(["cp", "-r", str(path / "repo"), str(scratch)], check=True)
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run("git init -q && git add -A && git -c user.name=t -c user.email=t@t commit -qm b",
                    shell=True, cwd=scratch, check=True)
-    (scratch / "tiny" / "__init__.py").write_text(FAST_SRC)
+    (scratch / "tiny" / "__init__.py").write_text(fast_src)
     patch = subprocess.run(git + ["diff"], cwd=scratch, capture_output=True, text=True, check=True).stdout
     (path / "expert.patch").write_text(patch)
     meta: dict[str, object] = {"id": task_id, "repo": "tiny", "api": "tiny.total", "languages": ["python"],

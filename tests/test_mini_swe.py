@@ -97,9 +97,11 @@ def test_limits_end_the_run_with_their_reason(task: Task, limits: Limits, reason
     assert episode.steps == (2 if reason == "step_limit" else episode.steps)
 
 
-def test_provider_error_ends_the_run_as_model_error(task: Task) -> None:
-    episode, _ = run_episode(MiniSweScaffold(), task, script_model([{"bash": "true"}, {"error": 500}], attempts=1))
-    assert episode.exit_reason == "model_error" and "500" in episode.exit_message
+@pytest.mark.parametrize("status, reason", [(500, "provider_error"), (401, "model_error")])
+def test_provider_errors_end_the_run_with_their_kind(task: Task, status: int, reason: str) -> None:
+    model = script_model([{"bash": "true"}, {"error": status}], attempts=1)
+    episode, _ = run_episode(MiniSweScaffold(), task, model)
+    assert episode.exit_reason == reason and str(status) in episode.exit_message and episode.steps == 2
 
 
 def test_snapshots_of_the_diff_every_s_steps(task: Task) -> None:

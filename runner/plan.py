@@ -1,0 +1,46 @@
+"""Planning a run: which tasks, which rollouts, checked before any container starts."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from harness.tasks import Task, TaskError, select_tasks
+from runner.config import ConfigError, RunConf
+
+
+@dataclass(frozen=True)
+class Planned:
+    task: Task
+    index: int  # rollout index within the task, 0..N-1
+
+
+def slug(selector: str, ids: list[str] | None = None) -> str:
+    """A run-name-safe label for a task selection ("suite", "smoke", "my-tasks", "suite-imgblur+rollstats")."""
+    base = re.sub(r"[^A-Za-z0-9_.-]+", "-", selector.strip().rstrip("/").split("/")[-1]).strip("-") or "tasks"
+    return f"{base}-{'+'.join(ids)}" if ids else base
+
+
+def select(conf: RunConf) -> list[Task]:
+    """The run's tasks; every problem is one ConfigError line."""
+    try:
+        tasks = select_tasks(conf.tasks.selector)
+    except TaskError as err:
+        raise ConfigError(str(err).replace("--tasks", "tasks.selector=")) from None
+    if conf.tasks.ids:
+        known = {t.id for t in tasks}
+        unknown = [i for i in conf.tasks.ids if i not in known]
+        if unknown:
+            raise ConfigError(f"tasks.ids: unknown task id {unknown[0]!r} (known: {', '.join(sorted(known))})")
+        tasks = [t for t in tasks if t.id in conf.tasks.ids]
+    if not tasks:
+        raise ConfigError("the task selection is empty")
+    if conf.model.patch:
+        missing = [t.id for t in tasks if not (t.path / conf.model.patch).is_file()]
+        if missing:
+            raise ConfigError(f"model.patch={conf.model.patch}: task {missing[0]} has no such file")
+    return tasks
+
+
+def plan(tasks: list[Task], rollouts: int) -> list[Planned]:
+    """Tasks x rollouts, rollout-major so that early results cover every task."""
+    return [Planned(task, index) for index in range(rollouts) for task in tasks]

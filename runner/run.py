@@ -1,0 +1,262 @@
+"""Running one experiment: plan tasks x rollouts, run them on a thread pool under limits, grade every
+diff, write the run store and the reports.
+
+Phases: check (config, tasks, Docker, images; nothing starts before all pass) -> rollouts -> grading
+(`after`: once all rollouts are done; `stream`: in a background thread as they finish; `none`) ->
+reports. Re-running the same command resumes in the same directory: a rollout whose result file exists
+is kept, any other is run again.
+
+Interrupts: the first Ctrl-C stops launching, ends running rollouts (their containers are removed at
+once) and keeps everything finished; a second Ctrl-C removes this process's containers and exits.
+"""
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import socket
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from pathlib import Path
+from typing import Any
+
+from harness.tasks import Task
+from runner.config import RunConf
+from runner.grade import Grader, grade_config, graded
+from runner.plan import Planned, plan, select
+from runner.progress import Progress
+from runner.report import write_reports
+from runner.rollout import Interrupted, Live, run_rollout
+from runner.store import RunStore
+
+OWNER_LABEL = "optrunner.owner"
+
+
+class RunInterrupted(Exception):
+    pass
+
+
+def remove_orphans() -> int:
+    """Remove containers whose owning process on this host is gone (e.g. after a kill -9)."""
+    from harness.images import LABEL
+    from harness.sandbox import docker_client
+
+    host = socket.gethostname()
+    removed = 0
+    for container in docker_client().containers.list(all=True, filters={"label": LABEL}):
+        owner_host, _, pid = (container.labels.get(OWNER_LABEL) or "").rpartition(":")
+        if owner_host != host or not pid.isdigit() or _alive(int(pid)):
+            continue
+        try:
+            container.remove(force=True)
+            removed += 1
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+    return removed
+
+
+def remove_own_containers() -> None:
+    from harness.images import LABEL
+    from harness.sandbox import docker_client
+
+    me = f"{socket.gethostname()}:{os.getpid()}"
+    for container in docker_client().containers.list(all=True, filters={"label": [LABEL, f"{OWNER_LABEL}={me}"]}):
+        try:
+            container.remove(force=True)
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Runner:
+    def __init__(self, conf: RunConf, plain: dict[str, Any], run_dir: Path) -> None:
+        self.conf, self.plain = conf, plain
+        self.store = RunStore(run_dir)
+        self.run_id = run_dir.name
+        self.live: dict[tuple[str, int], Live] = {}
+        self.lock = threading.Lock()
+        self.stopping: str | None = None  # None, "interrupted" or "run_cost_limit"
+        self.grading_phase = False
+        self.progress: Progress | None = None
+        self.grade_queue: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.recorded = {(r["instance_id"], r["rollout"]) for r in self.store.results()}
+
+    # ---------------------------------------------------------------- entry
+    def run(self) -> int:
+        from harness.docker_engine import ensure_engine
+        from harness.images import BaseImageSpec, ensure_images
+        from harness.sandbox import docker_client
+
+        tasks = select(self.conf)  # config errors first: nothing has started yet
+        ensure_engine()
+        resuming = self.store.bind_config(self.plain)
+        removed = remove_orphans()
+        images = ensure_images(docker_client(), tasks, BaseImageSpec(self.conf.sandbox.base_image),
+                               progress=lambda m: print(m, flush=True))
+        planned = plan(tasks, self.conf.rollouts)
+        todo = [p for p in planned if self.store.rollout(p.task.id, p.index) is None]
+        done_before = [r for p in planned if (r := self.store.rollout(p.task.id, p.index)) is not None]
+        if resuming:
+            print(f"resuming {self.store.root}: {len(done_before)} rollouts already finished, {len(todo)} to run"
+                  + (f"; removed {removed} leftover containers" if removed else ""), flush=True)
+        self.images = images
+        self.grader = Grader(self.store, grade_config(self.conf.grading), images)
+        self.tasks = {t.id: t for t in tasks}
+        previous = signal.signal(signal.SIGINT, self._on_sigint)
+        try:
+            self._run_rollouts(todo, done_before)
+            if self.stopping == "interrupted":
+                raise RunInterrupted
+            self.grading_phase = True
+            self._record_all(planned)
+        except (RunInterrupted, KeyboardInterrupt):
+            write_reports(self.store, self.conf, list(self.tasks))
+            kept = len(self.store.results())
+            print(f"interrupted: {kept} finished rollouts kept in {self.store.root}; "
+                  "run the same command again to resume", flush=True)
+            return 130
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        report = write_reports(self.store, self.conf, list(self.tasks))
+        self._print_summary(report)
+        return 0
+
+    # ---------------------------------------------------------------- rollouts
+    def _run_rollouts(self, todo: list[Planned], done_before: list[dict[str, Any]]) -> None:
+        cost_before = sum(r.get("cost_usd") or 0.0 for r in done_before)
+        title = f"{self.conf.model.id} x {self.conf.scaffold.id} x {self.conf.budget.id}"
+        grader_thread = None
+        if self.conf.grade == "stream":
+            grader_thread = threading.Thread(target=self._stream_grading, daemon=True)
+            grader_thread.start()
+            for record in done_before:
+                self.grade_queue.put(record)
+        with Progress(title, len(todo), len(done_before), cost_before, self.conf.parallel) as progress:
+            self.progress = progress
+            pool = ThreadPoolExecutor(max_workers=self.conf.parallel, thread_name_prefix="rollout")
+            futures: set[Future] = {pool.submit(self._work, p) for p in todo}
+            try:
+                while futures:
+                    finished, futures = wait(futures, timeout=0.5, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        future.result()  # a bug in the runner surfaces here instead of vanishing
+                    with self.lock:
+                        live = list(self.live.values())
+                    self._check_run_cost(progress.cost_before + sum(item.cost for item in live), live)
+                    progress.update(live)
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
+        if grader_thread is not None:
+            self.grade_queue.put(None)
+            grader_thread.join()
+
+    def _work(self, item: Planned) -> None:
+        if self.stopping:
+            return
+        live = Live(item.task.id, item.index)
+        with self.lock:
+            self.live[(item.task.id, item.index)] = live
+        try:
+            record, trajectory = run_rollout(self.conf, self.run_id, item.task, self.images[item.task.id], live)
+        except Interrupted:
+            return
+        finally:
+            with self.lock:
+                self.live.pop((item.task.id, item.index), None)
+        self.store.save_rollout(record, trajectory)
+        if self.progress is not None:
+            self.progress.finished(record)
+        if self.conf.grade == "none":
+            self._append(graded(record, None))
+        elif self.conf.grade == "stream":
+            self.grade_queue.put(record)
+
+    def _append(self, result: dict[str, Any]) -> None:
+        """Record a finished rollout in results.jsonl, once."""
+        key = (result["instance_id"], result["rollout"])
+        with self.lock:
+            if key in self.recorded:
+                return
+            self.recorded.add(key)
+        self.store.append_result(result)
+
+    def _check_run_cost(self, total: float, live: list[Live]) -> None:
+        cap = self.conf.budget.run_cost_usd
+        if cap is None or self.stopping or total < cap:
+            return
+        self.stopping = "run_cost_limit"
+        if self.progress:
+            self.progress.log(f"run cost cap ${cap:g} reached (${total:.4f}): ending running rollouts, "
+                              "launching no more")
+        for item in live:
+            item.stop_reason = "run_cost_limit"
+            item.stop.set()
+
+    def _on_sigint(self, _signum: int, _frame: Any) -> None:
+        if self.stopping == "interrupted":  # the second Ctrl-C: out at once, containers removed
+            print("\nsecond interrupt: removing containers and exiting now", flush=True)
+            remove_own_containers()
+            os._exit(130)
+        self.stopping = "interrupted"
+        print("\ninterrupted: stopping rollouts (Ctrl-C again to exit at once)", flush=True)
+        with self.lock:
+            live = list(self.live.values())
+        for item in live:
+            item.stop_reason = "interrupted"
+            item.stop.set()
+            box = item.sandbox
+            if box is not None:  # ends the command in flight now instead of at its timeout
+                threading.Thread(target=box.close, daemon=True).start()
+        if self.grading_phase:
+            raise KeyboardInterrupt
+
+    # ---------------------------------------------------------------- grading
+    def _grade_one(self, record: dict[str, Any]) -> None:
+        task: Task = self.tasks[record["instance_id"]]
+        if (task.id, record["rollout"]) in self.recorded:
+            return
+        print(f"grading {task.id} #{record['rollout']}", flush=True)
+        report = self.grader.report(task, record)
+        self._append(graded(record, report))
+
+    def _stream_grading(self) -> None:
+        while (record := self.grade_queue.get()) is not None:
+            if self.stopping != "interrupted":
+                self._grade_one(record)
+
+    def _record_all(self, planned: list[Planned]) -> None:
+        """Every finished rollout not yet in results.jsonl gets graded (unless grade=none) and recorded."""
+        for item in planned:
+            record = self.store.rollout(item.task.id, item.index)
+            if record is None or (item.task.id, item.index) in self.recorded:
+                continue
+            if self.conf.grade == "none":
+                self._append(graded(record, None))
+            else:
+                self._grade_one(record)
+
+    def _print_summary(self, report: dict[str, Any]) -> None:
+        s = report["summary"]
+        line = f"{s['n_rollouts']}/{s['n_planned']} rollouts"
+        if s["graded"]:
+            line += f", Opt@1 {s['opt_at_k']['1']:.3f}, Avg@1 {s['avg_at_k']['1']:.3f}"
+        cost = "unknown" if s["cost_usd"] is None else f"${s['cost_usd']:.4f}"
+        print(f"{line}, cost {cost}{'' if s['cost_known'] else ' (some prices unknown)'}", flush=True)
+        print(f"report: {self.store.root / 'report.md'}", flush=True)
+
+
+def execute(conf: RunConf, plain: dict[str, Any], run_dir: Path) -> int:
+    started = time.time()
+    code = Runner(conf, plain, run_dir).run()
+    print(f"done in {time.time() - started:.0f} s", flush=True)
+    return code

@@ -1,0 +1,246 @@
+"""The model layer over the real network path: litellm -> OpenAI SDK -> HTTP -> a loopback server that
+plays the provider (tests/openai_server.py). Covers retries (what is retried, how often, how long it
+waits), error kinds and messages, token and cost accounting, tool calls, prompt-caching breakpoints,
+and the scripted provider path used by every offline run."""
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from scaffolds import scripted
+from scaffolds.model import Model, ModelConfig, ModelError, Price, parse_arguments, tool_result
+from tests.openai_server import OpenAIServer, Reply, anthropic_message, completion, error, usage
+
+PRICE = Price(input=2.0, output=8.0, cache_read=0.5, cache_write=3.0)  # USD per million tokens
+MESSAGES = [{"role": "system", "content": "You are a test."}, {"role": "user", "content": "Say hi."}]
+BASH_TOOL = {"type": "function", "function": {
+    "name": "bash", "description": "Run a command.",
+    "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}
+
+
+@pytest.fixture
+def server() -> Iterator[OpenAIServer]:
+    with OpenAIServer() as srv:
+        yield srv
+
+
+def model(server: OpenAIServer, **overrides: Any) -> Model:
+    fields: dict[str, Any] = dict(name="openai/test-model", api_base=server.base_url, api_key="sk-test",
+                                  price=PRICE, attempts=3, backoff_s=0.01, backoff_max_s=5.0, timeout_s=5.0)
+    fields.update(overrides)
+    return Model(ModelConfig(**fields))
+
+
+def expect_error(m: Model, kind: str) -> ModelError:
+    with pytest.raises(ModelError) as info:
+        m.query(MESSAGES)
+    assert info.value.kind == kind, str(info.value)
+    message = str(info.value)
+    assert "\n" not in message and "Traceback" not in message  # one readable line, not a dump
+    assert message.startswith("openai/test-model: ")
+    return info.value
+
+
+# ---------------------------------------------------------------- retries
+def test_rate_limit_waits_for_retry_after_then_succeeds(server: OpenAIServer) -> None:
+    server.push(Reply(status=429, headers={"Retry-After": "1"}, body=error("Rate limit reached", type_="requests",
+                                                                           code="rate_limit_exceeded")),
+                Reply(body=completion("hi")))
+    reply = model(server).query(MESSAGES)
+    assert reply.content == "hi"
+    assert reply.record.attempts == 2
+    assert len(server.requests) == 2
+    # backoff_s is 0.01: only the header can explain a one-second gap.
+    assert server.requests[1].at - server.requests[0].at >= 0.95
+
+
+@pytest.mark.parametrize("status,body", [
+    (500, error("The server had an error", type_="server_error")),
+    # litellm maps this body to BadRequestError whatever the status; the 503 must still be retried.
+    (503, error("overloaded", type_="invalid_request_error")),
+])
+def test_repeated_server_errors_exhaust_attempts(server: OpenAIServer, status: int, body: dict) -> None:
+    server.push(*[Reply(status=status, body=body)] * 3)
+    exc = expect_error(model(server, attempts=3), "transient")
+    assert "after 3 attempts" in str(exc)
+    assert len(server.requests) == 3
+
+
+def test_litellm_and_sdk_retries_are_off(server: OpenAIServer) -> None:
+    # The OpenAI SDK alone would send 3 requests for one 500 (its default max_retries=2).
+    server.push(Reply(status=500, body=error("boom", type_="server_error")))
+    expect_error(model(server, attempts=1), "transient")
+    assert len(server.requests) == 1  # SDK retries would have happened before the error surfaced
+
+
+def test_slow_reply_times_out_and_is_retried(server: OpenAIServer) -> None:
+    server.push(Reply(body=completion("late"), delay_s=1.5), Reply(body=completion("fast")))
+    started = time.monotonic()
+    reply = model(server, timeout_s=0.5).query(MESSAGES)
+    assert reply.content == "fast"
+    assert reply.record.attempts == 2
+    assert len(server.requests) == 2
+    assert time.monotonic() - started < 1.4  # the client gave up on the slow reply, it did not wait it out
+
+
+# ---------------------------------------------------------------- permanent errors
+@pytest.mark.parametrize("status,body", [
+    (401, error("Incorrect API key provided: sk-test.", code="invalid_api_key")),
+    (401, error("Invalid key", type_="invalid_request_error")),  # litellm calls this a BadRequestError
+    (403, error("This key has no access to the model", type_="permission_error")),
+])
+def test_auth_errors_are_not_retried(server: OpenAIServer, status: int, body: dict) -> None:
+    server.push(Reply(status=status, body=body))
+    exc = expect_error(model(server), "auth")
+    assert "API key" in str(exc)
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("status,body,kind", [
+    (400, error("Invalid 'temperature': above maximum value."), "bad_request"),
+    (400, error("This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 "
+                "tokens.", code="context_length_exceeded"), "context_window"),
+    (404, error("The model `test-model` does not exist", code="model_not_found"), "not_found"),
+])
+def test_permanent_errors_are_not_retried(server: OpenAIServer, status: int, body: dict, kind: str) -> None:
+    server.push(Reply(status=status, body=body))
+    expect_error(model(server), kind)
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("reply", [
+    Reply(raw=b"<html><body>502 Bad Gateway</body></html>"),
+    Reply(body={"id": "x", "object": "chat.completion", "model": "test-model"}),  # no choices
+    Reply(body={"id": "x", "object": "chat.completion", "created": 1, "model": "test-model", "choices": [],
+                "usage": usage()}),
+], ids=["not-json", "no-choices", "empty-choices"])
+def test_malformed_bodies_give_a_clear_error_and_bounded_retries(server: OpenAIServer, reply: Reply) -> None:
+    server.push(*[reply] * 5)
+    with pytest.raises(ModelError) as info:
+        model(server, attempts=3).query(MESSAGES)
+    assert info.value.kind in ("transient", "error")
+    assert "\n" not in str(info.value) and len(str(info.value)) < 500
+    assert 1 <= len(server.requests) <= 3
+
+
+# ---------------------------------------------------------------- what is sent, what is counted
+def test_request_carries_the_configuration(server: OpenAIServer) -> None:
+    server.push(Reply(body=completion("hi")))
+    model(server, temperature=0.1, seed=7, kwargs={"max_tokens": 64}).query(MESSAGES, stop=["</function"])
+    sent = server.requests[0]
+    assert sent.path == "/v1/chat/completions"
+    assert sent.headers["authorization"] == "Bearer sk-test"
+    body = sent.body
+    assert body["model"] == "test-model" and body["messages"] == MESSAGES
+    assert (body["temperature"], body["seed"], body["stop"], body["max_tokens"]) == (0.1, 7, ["</function"], 64)
+    assert "tools" not in body and "max_retries" not in body and "num_retries" not in body
+    assert "cache_control" not in json.dumps(body)  # not a Claude model: no breakpoints
+
+
+def test_usage_and_cost_match_the_price(server: OpenAIServer) -> None:
+    server.push(Reply(body=completion("a", usage_=usage(prompt=1000, completion=300, cached=400, reasoning=120))),
+                Reply(body=completion("b", usage_=usage(prompt=2000, completion=100))))
+    m = model(server)
+    first = m.query(MESSAGES).record
+    second = m.query(MESSAGES).record
+    assert (first.input_tokens, first.cached_read_tokens, first.output_tokens, first.reasoning_tokens) == \
+        (1000, 400, 300, 120)
+    assert first.finish_reason == "stop" and first.attempts == 1
+    # Cached tokens are part of prompt_tokens and are billed at the cache-read price; reasoning is output.
+    expected_first = (600 * 2.0 + 400 * 0.5 + 300 * 8.0) / 1e6
+    expected_second = (2000 * 2.0 + 100 * 8.0) / 1e6
+    assert first.cost_usd == pytest.approx(expected_first, rel=1e-9)
+    assert second.cost_usd == pytest.approx(expected_second, rel=1e-9)
+    total = m.usage
+    assert (total.calls, total.input_tokens, total.cached_read_tokens, total.output_tokens,
+            total.reasoning_tokens) == (2, 3000, 400, 400, 120)
+    assert total.cost_known and total.cost_usd == pytest.approx(expected_first + expected_second, rel=1e-9)
+
+
+def test_unpriced_model_reports_unknown_cost_and_warns_once(server: OpenAIServer,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    name = f"openai/unpriced-{uuid.uuid4().hex[:8]}"  # litellm's price map is global: a name no test priced
+    server.push(Reply(body=completion("a", model=name)), Reply(body=completion("b", model=name)))
+    m = model(server, name=name, price=None)
+    with caplog.at_level(logging.WARNING, logger="scaffolds.model"):
+        records = [m.query(MESSAGES).record for _ in range(2)]
+    assert [r.cost_usd for r in records] == [None, None]
+    assert m.usage.cost_known is False and m.usage.calls == 2
+    warnings = [r for r in caplog.records if r.name == "scaffolds.model" and "no known price" in r.getMessage()]
+    assert len(warnings) == 1 and name in warnings[0].getMessage()
+
+
+def test_tool_call_round_trip(server: OpenAIServer) -> None:
+    server.push(Reply(body=completion(None, tool_calls=[{"name": "bash", "arguments": '{"command": "ls -la"}'}])),
+                Reply(body=completion("done")))
+    m = model(server, native_tools=True)
+    reply = m.query(MESSAGES, tools=[BASH_TOOL])
+    assert server.requests[0].body["tools"] == [BASH_TOOL]
+    assert [(c.id, c.name) for c in reply.tool_calls] == [("call_0", "bash")]
+    assert parse_arguments(reply.tool_calls[0]) == {"command": "ls -la"}
+    assert reply.record.finish_reason == "tool_calls"
+    assert reply.message["tool_calls"][0]["function"] == {"name": "bash", "arguments": '{"command": "ls -la"}'}
+    # The assistant message and the tool result go back to the provider in OpenAI's shape.
+    m.query(MESSAGES + [reply.message, tool_result(reply.tool_calls[0], "total 0")], tools=[BASH_TOOL])
+    sent = server.requests[1].body["messages"]
+    assert sent[-2]["tool_calls"][0]["id"] == "call_0"
+    assert sent[-1] == {"role": "tool", "tool_call_id": "call_0", "name": "bash", "content": "total 0"}
+
+
+# ---------------------------------------------------------------- prompt caching
+LONG = MESSAGES + [{"role": "assistant", "content": "hi"}, {"role": "user", "content": "Again."}]
+
+
+@pytest.mark.parametrize("caching", [None, False])
+def test_claude_gets_cache_breakpoints_unless_disabled(server: OpenAIServer, caching: bool | None) -> None:
+    server.push(Reply(body=anthropic_message("hi")))
+    m = Model(ModelConfig(name="anthropic/claude-test", api_base=server.base_url.removesuffix("/v1"),
+                          api_key="sk-test", price=PRICE, attempts=1, prompt_caching=caching))
+    assert m.query(LONG).content == "hi"
+    sent = server.requests[0]
+    assert sent.path == "/v1/messages"
+    system, last = sent.body["system"][-1], sent.body["messages"][-1]["content"][-1]
+    marked = [block for block in (system, last) if block.get("cache_control") == {"type": "ephemeral"}]
+    if caching is None:  # default for a Claude model: system prompt and newest message are breakpoints
+        assert marked == [system, last]
+        assert json.dumps(sent.body).count("cache_control") == 2
+    else:
+        assert "cache_control" not in json.dumps(sent.body)
+
+
+# ---------------------------------------------------------------- the scripted provider
+MINI_MESSAGES = [{"role": "system", "content": "Reply with one ```mswea_bash_command block."},
+                 {"role": "user", "content": "Make it faster."}]
+
+
+def test_scripted_model_cost_is_its_price_times_usage() -> None:
+    m = Model(ModelConfig(name="scripted/script", kwargs={"extra_body": {"steps": [{"bash": "ls"},
+                                                                                   {"finish": "done"}]}}))
+    first = m.query(MINI_MESSAGES)
+    assert "```mswea_bash_command\nls\n```" in first.content
+    second = m.query(MINI_MESSAGES)
+    assert scripted.SUBMIT_SENTINEL in second.content
+    for record in (first.record, second.record):
+        expected = (record.input_tokens * scripted.PRICE["input"] + record.output_tokens * scripted.PRICE["output"])
+        assert record.input_tokens > 0 and record.output_tokens > 0
+        assert record.cost_usd == pytest.approx(expected / 1e6, rel=1e-9)
+    assert m.usage.cost_usd == pytest.approx((first.record.cost_usd or 0) + (second.record.cost_usd or 0))
+
+
+def test_scripted_rate_limit_step_is_retried_with_its_retry_after() -> None:
+    steps = [{"error": 429, "retry_after": 0.2}, {"finish": "done"}]
+    m = Model(ModelConfig(name="scripted/script", attempts=3, backoff_s=0.001,
+                          kwargs={"extra_body": {"steps": steps}}))
+    started = time.monotonic()
+    with pytest.raises(ModelError) as info:
+        m.query(MINI_MESSAGES)
+    # The provider is stateless per call index, so every attempt of this call meets the same 429 step.
+    assert info.value.kind == "transient" and "after 3 attempts" in str(info.value)
+    assert time.monotonic() - started >= 0.4  # two waits of the hinted 0.2 s, not of the 1 ms backoff
+    assert scripted.SUBMIT_SENTINEL in m.query(MINI_MESSAGES).content  # the next call moves on

@@ -1,0 +1,239 @@
+"""The runner end to end, through its real command line: Hydra config, containers, scripted models via
+litellm, grading, the run store, resume after SIGKILL, Ctrl-C, limits and bad input.
+
+The tasks here time `time.sleep` (0.6 s base, 0.2 s expert), so verdicts do not depend on how busy
+the machine is; `slowspec` tasks make the agent's specification run take a minute, for limit tests.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.images import LABEL
+from harness.tasks import load_task
+from scaffolds import scripted
+from tests.conftest import write_task
+from tests.docker_support import client
+from tests.scaffold_support import same_effect
+
+pytestmark = pytest.mark.docker
+ROOT = Path(__file__).resolve().parent.parent
+SLOW = "import time\n\ndef total(xs):\n    time.sleep(0.6)\n    return sum(xs)\n"
+FAST = "import time\n\ndef total(xs):\n    time.sleep(0.2)\n    return sum(xs)\n"
+FAST_GRADING = ["grading.rounds=2"]
+
+
+@pytest.fixture(scope="module")
+def tasks_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("tasks")
+    for task_id in ("alpha", "beta"):
+        write_task(root, task_id, slow_src=SLOW, fast_src=FAST)
+    return root
+
+
+@pytest.fixture(scope="module")
+def slow_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One task whose specification script runs for a minute: rollouts of the oracle take until their limit."""
+    root = tmp_path_factory.mktemp("slow")
+    write_task(root, "slowspec", slow_src=SLOW, fast_src=FAST, prob_script="import time\ntime.sleep(60)\n")
+    return root
+
+
+def runner(*args: str, out: Path, env: dict[str, str] | None = None, timeout: float = 600
+           ) -> subprocess.CompletedProcess[str]:
+    """Run the CLI to the end; the result carries the process id (its containers carry it in a label)."""
+    cmd = [sys.executable, "-m", "runner", f"output_root={out}", *args]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "CI": "true", **(env or {})})
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    done = subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
+    done.pid = proc.pid  # type: ignore[attr-defined]
+    return done
+
+
+def start_runner(*args: str, out: Path) -> subprocess.Popen[str]:
+    cmd = [sys.executable, "-m", "runner", f"output_root={out}", *args]
+    return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "CI": "true"}, start_new_session=True)
+
+
+def run_dir(out: Path) -> Path:
+    (path,) = (out / "runs").iterdir()
+    return path
+
+
+def results(path: Path) -> list[dict]:
+    return [json.loads(line) for line in (path / "results.jsonl").read_text().splitlines()]
+
+
+def containers_of(pid: int) -> list:
+    """Containers started by process `pid` (other sessions may run containers of their own meanwhile)."""
+    found = client().containers.list(all=True, filters={"label": LABEL})
+    return [c for c in found if c.labels.get("optrunner.owner", "").endswith(f":{pid}")]
+
+
+def wait_for(predicate, timeout: float, what: str) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.mark.parametrize("scaffold", ["mini_swe", "codeact", "terminus"])
+def test_oracle_solves_every_task_and_costs_what_its_tokens_cost(tasks_dir: Path, tmp_path: Path,
+                                                                 scaffold: str) -> None:
+    done = runner(f"scaffold={scaffold}", f"tasks.selector={tasks_dir}", "rollouts=2", *FAST_GRADING, out=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    path = run_dir(tmp_path)
+    report = json.loads((path / "report.json").read_text())
+    summary = report["summary"]
+    assert summary["opt_at_k"] == {"1": 1.0, "2": 1.0} and summary["n_rollouts"] == 4
+    records = results(path)
+    assert sorted((r["instance_id"], r["rollout"]) for r in records) == [("alpha", 0), ("alpha", 1), ("beta", 0),
+                                                                         ("beta", 1)]
+    for record in records:
+        usage = record["usage"]
+        expected = (usage["input_tokens"] * scripted.PRICE["input"] + usage["output_tokens"] * scripted.PRICE["output"])
+        assert record["cost_usd"] == pytest.approx(expected / 1e6) and record["cost_usd"] > 0
+        assert record["exit_reason"] == "submitted" and record["grading"]["opt_commit"]
+        task = load_task(tasks_dir / record["instance_id"])
+        assert same_effect(task, record["patch"], task.expert_patch)
+        assert (path / record["trajectory"]).is_file()
+    assert summary["cost_usd"] == pytest.approx(sum(r["cost_usd"] for r in records))
+    assert summary["tokens"]["input"] == sum(r["usage"]["input_tokens"] for r in records)
+    for index in (0, 1):
+        rows = [json.loads(x) for x in (path / "predictions" / f"rollout_{index}.jsonl").read_text().splitlines()]
+        assert {r["instance_id"] for r in rows} == {"alpha", "beta"} and all(r["model_patch"] for r in rows)
+    assert "| alpha | 0 | submitted |" in (path / "report.md").read_text()
+    assert not containers_of(done.pid)
+
+
+def test_noop_solves_nothing_and_regrading_reuses_reports(tasks_dir: Path, tmp_path: Path) -> None:
+    done = runner("model=noop", "scaffold=mini_swe", f"tasks.selector={tasks_dir}", "rollouts=2", out=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    path = run_dir(tmp_path)
+    summary = json.loads((path / "report.json").read_text())["summary"]
+    assert summary["opt_at_k"] == {"1": 0.0, "2": 0.0} and summary["statuses"] == {"empty_patch": 4}
+    before = (path / "results.jsonl").read_text()
+    again = subprocess.run([sys.executable, "-m", "runner.grade", str(path)], cwd=ROOT, capture_output=True,
+                           text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert (path / "results.jsonl").read_text() == before
+
+
+def test_sigkill_then_the_same_command_resumes_without_duplicates(slow_dir: Path, tmp_path: Path) -> None:
+    args = ("scaffold=mini_swe", f"tasks.selector={slow_dir}", "rollouts=3", "parallel=1", "grade=none",
+            "budget.wall_clock_s=5")
+    proc = start_runner(*args, out=tmp_path)
+    try:
+        wait_for(lambda: (tmp_path / "runs").is_dir() and any(run_dir(tmp_path).glob("rollouts/*/0.json")), 120,
+                 "the first rollout to finish")
+        wait_for(lambda: len(containers_of(proc.pid)) == 1, 60, "the second rollout's container")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert len(containers_of(proc.pid)) == 1  # left behind by the kill
+    done = runner(*args, out=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "resuming" in done.stdout and "removed 1 leftover containers" in done.stdout
+    records = results(run_dir(tmp_path))
+    assert sorted(r["rollout"] for r in records) == [0, 1, 2]
+    assert all(r["exit_reason"] == "time_limit" for r in records)
+    assert not containers_of(proc.pid) and not containers_of(done.pid)
+
+
+def test_ctrl_c_stops_quickly_keeps_finished_rollouts_and_removes_containers(slow_dir: Path, tmp_path: Path) -> None:
+    proc = start_runner("scaffold=mini_swe", f"tasks.selector={slow_dir}", "rollouts=4", "parallel=1",
+                        "grade=none", "budget.wall_clock_s=4", out=tmp_path)
+    try:
+        wait_for(lambda: (tmp_path / "runs").is_dir() and any(run_dir(tmp_path).glob("rollouts/*/0.json")), 120,
+                 "the first rollout to finish")
+        wait_for(lambda: len(containers_of(proc.pid)) == 1, 60, "the second rollout's container")
+        sent = time.time()
+        proc.send_signal(signal.SIGINT)
+        output, _ = proc.communicate(timeout=30)
+        elapsed = time.time() - sent
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, output[-2000:]
+    assert elapsed < 10 and "Traceback" not in output
+    assert not containers_of(proc.pid)
+    records = results(run_dir(tmp_path))
+    assert [r["rollout"] for r in records] == [0]  # the finished one is kept, the interrupted one is not
+
+
+def test_wall_clock_limit_ends_the_rollout_and_its_partial_diff_is_graded(slow_dir: Path, tmp_path: Path) -> None:
+    done = runner("scaffold=mini_swe", f"tasks.selector={slow_dir}", "budget.wall_clock_s=6", *FAST_GRADING,
+                  out=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (record,) = results(run_dir(tmp_path))
+    assert record["exit_reason"] == "time_limit" and record["wall_time_s"] < 20
+    assert record["patch"] and record["grading"]["status"] == "passed" and record["grading"]["opt_commit"]
+
+
+def test_run_cost_cap_ends_running_rollouts_and_launches_no_more(tasks_dir: Path, tmp_path: Path) -> None:
+    done = runner("model=script", "model.steps=[{bash: 'sleep 0.2'}]", "scaffold=mini_swe",
+                  f"tasks.selector={tasks_dir}", "tasks.ids=[alpha]", "rollouts=3", "parallel=1", "grade=none",
+                  "budget.max_steps=200", "budget.run_cost_usd=0.0005", out=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    records = results(run_dir(tmp_path))
+    assert [r["exit_reason"] for r in records] == ["run_cost_limit"]
+    assert 0.0005 <= records[0]["cost_usd"] < 0.001
+    summary = json.loads((run_dir(tmp_path) / "report.json").read_text())["summary"]
+    assert summary["n_missing"] == 2
+
+
+def test_provider_outage_is_retried_as_an_infrastructure_error(tasks_dir: Path, tmp_path: Path) -> None:
+    done = runner("model=script", "model.steps=[{error: 500}]", "model.attempts=1", "infra_retries=1",
+                  "scaffold=mini_swe", f"tasks.selector={tasks_dir}", "tasks.ids=[alpha]", "grade=none", out=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (record,) = results(run_dir(tmp_path))
+    assert record["exit_reason"] == "provider_error" and record["attempts"] == 2
+    assert len(record["infra_errors"]) == 1 and "500" in record["infra_errors"][0]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["rollouts=0"], "rollouts must be at least 1"),
+    (["parallel=0"], "parallel must be at least 1"),
+    (["tasks.ids=[nope]"], "unknown task id 'nope'"),
+    (["tasks.selector=/no/such/dir"], "no such directory"),
+    (["model=claude"], "set the environment variable ANTHROPIC_API_KEY"),
+    (["grade=later"], "grade must be one of"),
+    (["model=oracle_weaker", "tasks.selector={tasks}"], "has no such file"),
+])
+def test_bad_input_is_one_line_and_a_nonzero_exit(tasks_dir: Path, tmp_path: Path, args: list[str],
+                                                  message: str) -> None:
+    args = [a.format(tasks=tasks_dir) for a in args]
+    done = runner(*args, out=tmp_path, env={"ANTHROPIC_API_KEY": ""}, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], done.stderr
+    assert not list(tmp_path.glob("runs/*/config.yaml"))  # nothing was started
+
+
+def test_unknown_group_option_is_hydras_readable_error(tmp_path: Path) -> None:
+    done = runner("scaffold=nope", out=tmp_path, timeout=60)
+    assert done.returncode == 1 and "Could not find 'scaffold/nope'" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_different_experiment_in_the_same_directory_is_refused(tasks_dir: Path, tmp_path: Path) -> None:
+    common = ("model=noop", "scaffold=mini_swe", f"tasks.selector={tasks_dir}", "tasks.ids=[alpha]", "grade=none",
+              "name=fixed")
+    assert runner(*common, out=tmp_path).returncode == 0
+    done = runner(*common, "temperature=0.5", out=tmp_path)
+    assert done.returncode == 2 and "holds a different run (temperature: None -> 0.5)" in done.stderr
