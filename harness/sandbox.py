@@ -16,7 +16,9 @@ from __future__ import annotations
 import atexit
 import io
 import os
+import select
 import signal
+import struct
 import socket
 import sys
 import tarfile
@@ -69,6 +71,9 @@ class Sandbox(Protocol):
     def diff(self) -> str: ...
 
     def close(self) -> None: ...
+
+    def open_stream(self, cmd: list[str], tty: bool = True, env: dict[str, str] | None = None,
+                    workdir: str | None = None) -> "Stream": ...
 
 
 @lru_cache(maxsize=1)
@@ -158,6 +163,72 @@ class _Capture:
         return head + tail
 
 
+# ---------------------------------------------------------------- interactive streams
+
+class Stream:
+    """A byte stream to a long-lived process in the container (a persistent shell, a REPL).
+
+    Built on the exec API's hijacked socket, read with select, so one round trip costs a write and a
+    read, not a new `docker exec`. With a tty, stdout and stderr arrive merged and raw; without one,
+    Docker frames each chunk with an 8-byte header, which `recv` strips.
+    """
+
+    def __init__(self, api: docker.APIClient, exec_id: str, sock: object, tty: bool) -> None:
+        self._api, self.exec_id, self._tty = api, exec_id, tty
+        self._holder = sock  # keeps the HTTP response (and so the connection) alive
+        self._sock: socket.socket = getattr(sock, "_sock", sock)  # type: ignore[assignment]
+        self._frames = bytearray()  # undecoded multiplexed bytes (no tty)
+        self.closed = False
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+    def send(self, data: bytes) -> None:
+        self._sock.sendall(data)
+
+    def recv(self, timeout: float) -> bytes:
+        """What arrived within `timeout` seconds (b"" if nothing did). EOFError when the process is gone."""
+        deadline = time.monotonic() + max(0.0, timeout)
+        while True:
+            ready, _, _ = select.select([self._sock], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                return b""
+            chunk = self._sock.recv(65536)
+            if not chunk:
+                raise EOFError("the process behind the stream has exited")
+            if self._tty:
+                return chunk
+            data = self._demux(chunk)
+            if data or time.monotonic() >= deadline:
+                return data
+
+    def _demux(self, chunk: bytes) -> bytes:
+        self._frames += chunk
+        out = bytearray()
+        while len(self._frames) >= 8:
+            size = struct.unpack(">I", self._frames[4:8])[0]
+            if len(self._frames) < 8 + size:
+                break
+            out += self._frames[8:8 + size]
+            del self._frames[:8 + size]
+        return bytes(out)
+
+    def exit_code(self) -> int | None:
+        """The process's exit code, or None while it runs."""
+        info = self._api.exec_inspect(self.exec_id)
+        return None if info.get("Running") else info.get("ExitCode")
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # already disconnected
+        self._sock.close()
+
+
 # ---------------------------------------------------------------- the Docker sandbox
 
 class DockerSandbox:
@@ -219,6 +290,18 @@ class DockerSandbox:
         # timeout(1) exits 124 (TERM worked) or 137 (needed KILL); an OOM kill is also 137, but early.
         timed_out = code in (124, 137) and duration >= timeout * 0.98
         return ExecResult(capture.text(), code, timed_out, duration, capture.dropped > 0)
+
+    def open_stream(self, cmd: list[str], tty: bool = True, env: dict[str, str] | None = None,
+                    workdir: str | None = None) -> Stream:
+        """Start `cmd` in the container with stdin attached and return a stream to it. The process lives
+        until it exits or the container goes; closing the stream closes its stdin (and its tty)."""
+        if self._closed:
+            raise RuntimeError("sandbox is closed")
+        api = self._client.api
+        exec_id = api.exec_create(self.container.id, cmd, stdin=True, tty=tty, environment=env,
+                                  workdir=workdir or TESTBED)["Id"]
+        sock = api.exec_start(exec_id, tty=tty, socket=True)
+        return Stream(api, exec_id, sock, tty)
 
     def _kill(self) -> None:
         """Last resort for a wedged exec (a frozen or paused container): the container is lost."""

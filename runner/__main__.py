@@ -16,10 +16,12 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from runner.config import register_schemas
 from runner.plan import slug
 
 OmegaConf.register_new_resolver("tasks_slug", lambda selector, ids=None: slug(str(selector), list(ids or [])),
                                 replace=True)
+register_schemas()
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 
 

@@ -115,6 +115,17 @@ GRADE_MODES = ("after", "stream", "none")
 IDENTITY_KEYS = ("model", "scaffold", "budget", "tasks", "rollouts", "temperature", "seed", "grading")
 
 
+def register_schemas() -> None:
+    """Type-check each config group's options (Hydra's ConfigStore) so every field can be overridden
+    from the command line and a wrongly typed value fails early."""
+    from hydra.core.config_store import ConfigStore
+
+    store = ConfigStore.instance()
+    for group, node in (("model", ModelConf), ("scaffold", ScaffoldConf), ("budget", BudgetConf),
+                        ("tasks", TasksConf), ("sandbox", SandboxConf), ("executor", ExecutorConf)):
+        store.store(group=group, name=f"schema_{group}", node=node)
+
+
 def validate(cfg: DictConfig | dict[str, Any]) -> RunConf:
     """Check a composed config; returns the typed config or raises ConfigError (one line)."""
     try:

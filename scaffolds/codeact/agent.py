@@ -1,0 +1,213 @@
+"""The CodeAct scaffold: OpenHands CodeActAgent (v0.35) as the GSO paper ran it.
+
+Faithful to upstream (see shared/scaffolds.md): four tools (`execute_bash` on a persistent shell,
+`str_replace_editor`, `think`, `finish`); native function calling when the model has it, otherwise the
+`<function=...>` text protocol with `</function` as stop sequence and results sent back as user messages
+headed "EXECUTION RESULT of [NAME]:"; a reply without a tool call gets an automatic keep-working reply;
+observations over 30,000 characters are cut in the middle; stuck detection ends the episode; `finish`
+ends it with its message as the submission. Limits (steps = model calls, cost, wall clock) are checked by
+the Recorder before each call; the per-action cap is the Recorder's action timeout.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.sandbox import TESTBED, Sandbox
+from harness.tasks import Task
+from scaffolds.codeact.editor import Editor
+from scaffolds.codeact.shell import PersistentShell
+from scaffolds.codeact.tools import (STOP, TOOLS, ToolError, complete_reply, describe_tools, parse_text_call,
+                                     validate)
+from scaffolds.episode import (Episode, EpisodeEnd, Limits, Observation, Recorder, Stuck, Submitted,
+                               render_template, task_vars, truncate_middle)
+from scaffolds.model import Model, parse_arguments, tool_result
+
+PROMPTS = Path(__file__).parent / "prompts"
+THINK_REPLY = "Your thought has been logged."
+
+
+@dataclass(frozen=True)
+class CodeActConfig:
+    native_tools: bool | None = None  # None: whatever the model supports
+    no_output_timeout_s: float = 30.0  # a command silent this long returns with exit -1 and keeps running
+    observation_limit: int = 30_000  # characters; longer observations are cut in the middle
+    editor_clip: int = 16_000  # characters of editor output
+    hint: bool = False  # show the task's description (where the time goes) in the task prompt
+    stuck_detection: bool = True  # upstream's default; off only for benchmarks that repeat one action
+
+
+# ---------------------------------------------------------------- stuck detection
+@dataclass(frozen=True)
+class Event:
+    """One entry of the history the stuck rules look at: an action and its observation, or a reply
+    without a tool call (action None, its text in `message`)."""
+    action: str | None
+    observation: str = ""
+    error: bool = False
+    message: str = ""
+
+
+def stuck_reason(history: Sequence[Event]) -> str | None:
+    """Why the agent looks stuck, or None. Upstream's four rules, over the most recent events."""
+    def acted(events: Sequence[Event]) -> bool:
+        return all(e.action is not None for e in events)
+
+    last4, last3, last6 = history[-4:], history[-3:], history[-6:]
+    if len(last4) == 4 and acted(last4) and len({(e.action, e.observation) for e in last4}) == 1:
+        return "the same action produced the same observation 4 times in a row"
+    if len(last3) == 3 and acted(last3) and all(e.error for e in last3) and len({e.action for e in last3}) == 1:
+        return "the same action failed with an error 3 times in a row"
+    if len(last3) == 3 and all(e.action is None for e in last3) and len({e.message for e in last3}) == 1:
+        return "the same message without a tool call was sent 3 times in a row"
+    if len(last6) == 6 and acted(last6):
+        pairs = [(e.action, e.observation) for e in last6]
+        if len(set(pairs[0::2])) == 1 and len(set(pairs[1::2])) == 1 and pairs[0] != pairs[1]:
+            return "the agent alternated between the same two actions for 6 steps"
+    return None
+
+
+# ---------------------------------------------------------------- the scaffold
+@dataclass
+class Outcome:
+    text: str
+    error: bool = False
+    exit_code: int | None = None
+    finished: bool = False
+    duration_s: float = 0.0
+
+
+class CodeActScaffold:
+    name = "codeact"
+
+    def __init__(self, config: CodeActConfig | None = None, **options: Any) -> None:
+        self.config = config or CodeActConfig(**options)
+
+    def run(self, task: Task, sandbox: Sandbox, model: Model, limits: Limits,
+            stop: threading.Event | None = None) -> Episode:
+        rec = Recorder(self.name, sandbox, model, limits, stop)
+        native = self.config.native_tools if self.config.native_tools is not None else model.native_tools
+        episode = _Run(self.config, rec, sandbox, native)
+        episode.messages = self.first_messages(task, native)
+        return episode.run()
+
+    def first_messages(self, task: Task, native: bool) -> list[dict[str, Any]]:
+        variables = task_vars(task, TESTBED)
+        if not self.config.hint:
+            variables["description"] = ""
+        tools_text = "" if native else render_template(PROMPTS, "tools_text.j2", tools=describe_tools(),
+                                                        workdir=TESTBED)
+        system = render_template(PROMPTS, "system.j2", workdir=TESTBED, text_tools=not native, tools_text=tools_text)
+        return [{"role": "system", "content": system},
+                {"role": "user", "content": render_template(PROMPTS, "task.j2", **variables)}]
+
+
+class _Run:
+    """One episode: the conversation, the shell, the editor and the stuck history."""
+
+    def __init__(self, config: CodeActConfig, rec: Recorder, sandbox: Sandbox, native: bool) -> None:
+        self.config, self.rec, self.native = config, rec, native
+        self.messages: list[dict[str, Any]] = []
+        self.history: list[Event] = []
+        self.shell = PersistentShell(sandbox, config.no_output_timeout_s, TESTBED)
+        self.editor = Editor(sandbox, config.editor_clip, TESTBED)
+
+    def run(self) -> Episode:
+        try:
+            self.shell.start()
+            while True:
+                self.step()
+        except Submitted as end:
+            return self.rec.finish(end, self.messages, end.message)
+        except EpisodeEnd as end:
+            return self.rec.finish(end, self.messages)
+        except Exception as exc:  # noqa: BLE001 - a crash ends this episode with its reason, not the run
+            return self.rec.finish(EpisodeEnd(f"{type(exc).__name__}: {exc}", "error"), self.messages)
+        finally:
+            self.shell.close()
+
+    def step(self) -> None:
+        reply = self.rec.query(self.messages, tools=TOOLS if self.native else None,
+                               stop=None if self.native else [STOP])
+        if self.native:
+            self.messages.append(reply.message)
+            if not reply.tool_calls:
+                return self.no_call(reply.content)
+            for call in reply.tool_calls:  # several calls in one reply run in order
+                try:
+                    arguments: dict[str, Any] | str = parse_arguments(call)
+                except ValueError as exc:
+                    arguments = call.arguments
+                    outcome = Outcome(f"ERROR: {exc}", error=True)
+                else:
+                    outcome = self.execute(call.name, arguments)
+                self.deliver(call.name, arguments, outcome, lambda text, c=call: tool_result(c, text))
+            return None
+        content = complete_reply(reply.content)
+        self.messages.append({"role": "assistant", "content": content})
+        text_call = parse_text_call(content)
+        if text_call is None:
+            return self.no_call(content)
+        name = text_call.name
+        self.deliver(name, text_call.arguments, self.execute(name, text_call.arguments),
+                     lambda text: {"role": "user", "content": f"EXECUTION RESULT of [{name}]:\n{text}"})
+        return None
+
+    def no_call(self, content: str) -> None:
+        self.messages.append({"role": "user", "content": render_template(PROMPTS, "keep_working.j2")})
+        self.history.append(Event(None, message=content))
+        self.check_stuck()
+
+    def deliver(self, name: str, arguments: dict[str, Any] | str, outcome: Outcome,
+                answer: Callable[[str], dict[str, Any]]) -> None:
+        """Show the (middle-truncated) result to the model and log it; end the episode on `finish` or when
+        the agent is stuck."""
+        action = {"tool": name, "arguments": arguments}
+        if outcome.finished:
+            self.rec.act(action, Observation("", 0, None, outcome.duration_s))
+            raise Submitted(outcome.text)
+        shown = truncate_middle(outcome.text, self.config.observation_limit)
+        self.messages.append(answer(shown))
+        self.rec.act(action, Observation(shown, len(outcome.text), outcome.exit_code, outcome.duration_s))
+        self.history.append(Event(json.dumps([name, arguments], sort_keys=True), shown, outcome.error))
+        self.check_stuck()
+
+    def check_stuck(self) -> None:
+        reason = stuck_reason(self.history) if self.config.stuck_detection else None
+        if reason:
+            raise Stuck(f"stuck: {reason}")
+
+    # ---------------------------------------------------------------- tools
+    def execute(self, name: str, arguments: dict[str, Any]) -> Outcome:
+        started = time.monotonic()
+        try:
+            params = validate(name, arguments)
+            if name == "execute_bash":
+                outcome = self.bash(params["command"], params.get("is_input", "false") == "true")
+            elif name == "str_replace_editor":
+                outcome = Outcome(self.editor(params))
+            elif name == "think":
+                outcome = Outcome(THINK_REPLY)
+            else:  # finish
+                outcome = Outcome(params["message"], finished=True)
+        except ToolError as exc:
+            outcome = Outcome(f"ERROR: {exc}", error=True)
+        outcome.duration_s = time.monotonic() - started
+        return outcome
+
+    def bash(self, command: str, is_input: bool) -> Outcome:
+        result = self.shell.run(command, is_input, self.rec.action_timeout())
+        if result.error:
+            return Outcome(f"ERROR: {result.output}", error=True, exit_code=result.exit_code)
+        parts = [result.output.rstrip("\n")] if result.output.strip() else []
+        if result.note:
+            parts.append(result.note)
+        parts.append(f"[Current working directory: {result.cwd}]")
+        parts.append(f"[Command finished with exit code {result.exit_code}]" if not result.running
+                     else "[Command still running; exit code -1]")
+        return Outcome("\n".join(parts), exit_code=result.exit_code)

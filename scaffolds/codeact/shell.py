@@ -1,0 +1,186 @@
+"""The persistent shell behind `execute_bash`: one interactive bash per episode, on a tty in the container.
+
+Why this shape: OpenHands keeps one bash alive for the whole episode, so `cd`, exported variables and an
+activated virtualenv persist, and a long command can be watched, typed into or interrupted. A new
+`docker exec` per command would lose all that and cost ~10x more, so commands are written into the
+already-open shell through the exec socket, and completion is read off the prompt: PS1 carries a
+random per-shell marker with `$?` and `$PWD`. Each command is wrapped as `{ :; CMD\n}` so a multi-line
+command is parsed and run as one unit (one prompt, one exit code, heredocs intact).
+
+The terminal is set to `-echo` (no input echoed back), `-icanon` (no 4 KiB line limit; bytes reach the
+reader as typed), `-onlcr` (plain \\n), and keeps `isig`, so C-c still interrupts the foreground job.
+"""
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from dataclasses import dataclass
+
+from harness.sandbox import TESTBED, Sandbox, Stream
+
+CONTROL_KEYS = {"C-c": b"\x03", "C-d": b"\x04", "C-z": b"\x1a"}
+SHELL_ENV = {"TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat", "MANPAGER": "cat"}
+START_TIMEOUT_S = 20.0
+INTERRUPT_WAIT_S = 5.0  # how long C-c gets to bring the prompt back before the shell is replaced
+BUFFER_CAP = 8_000_000  # bytes kept per call; the observation shows far less anyway
+KEEP_HEAD = BUFFER_CAP // 4  # when over the cap, bytes [KEEP_HEAD, ...) are cut first
+RESTART_NOTE = ("[The shell had to be restarted: the working directory, environment variables and any "
+                "activated environment are back to their defaults.]")
+
+
+@dataclass
+class ShellResult:
+    output: str
+    exit_code: int  # -1 while the command is still running
+    cwd: str
+    running: bool = False  # the command goes on after this call returned
+    timed_out: bool = False  # the hard per-action timeout fired
+    error: bool = False  # the call was refused (nothing was sent to the shell)
+    note: str = ""
+
+
+class ShellError(Exception):
+    pass
+
+
+class PersistentShell:
+    def __init__(self, sandbox: Sandbox, no_output_timeout_s: float = 30.0, workdir: str = TESTBED) -> None:
+        self.sandbox, self.no_output_timeout_s, self.workdir = sandbox, no_output_timeout_s, workdir
+        self.stream: Stream | None = None
+        self.running = False
+        self.cwd = workdir
+        self.pid = 0
+        self._pending = b""  # bytes that arrived after a prompt, shown with the next call
+
+    # ---------------------------------------------------------------- lifetime
+    def start(self) -> None:
+        token = secrets.token_hex(6)
+        self._marker = re.compile(rb"\n?__CA_" + token.encode() + rb"_(-?\d+)_(.*?)_CA__\n")
+        self.stream = self.sandbox.open_stream(["bash", "--login", "--noediting", "-i"], tty=True, env=SHELL_ENV,
+                                               workdir=self.workdir)
+        ps1 = f"\\n__CA_{token}_$?_${{PWD}}_CA__\\n"
+        setup = (f"stty -echo -icanon -onlcr -ixon -iexten cols 1000 rows 50 2>/dev/null; unset PROMPT_COMMAND; "
+                 f"PS2=''; echo __PID_$$_; PS1='{ps1}'\n")
+        self.stream.send(setup.encode())
+        deadline = time.monotonic() + START_TIMEOUT_S
+        buf = b""
+        while not self._marker.search(buf):
+            if time.monotonic() > deadline:
+                raise ShellError(f"the shell did not start within {START_TIMEOUT_S:g} s: {buf[-300:]!r}")
+            buf += self.stream.recv(deadline - time.monotonic())
+        pid = re.search(rb"__PID_(\d+)_", buf)
+        self.pid = int(pid.group(1)) if pid else 0
+        self.running, self.cwd, self._pending = False, self.workdir, b""
+
+    def close(self) -> None:
+        if self.stream is None:
+            return
+        try:
+            if self.running:
+                self.stream.send(b"\x03")
+            self.stream.send(b"exit\n")
+        except OSError:
+            pass  # the shell is gone already
+        self.stream.close()
+        self.stream = None
+
+    def restart(self) -> None:
+        """Replace a wedged or exited shell: kill its whole session in the container, start a new one."""
+        if self.pid:
+            self.sandbox.exec(f"pkill -KILL -s {self.pid} || kill -KILL -- -{self.pid}", timeout=15)
+        self.close()
+        self.start()
+
+    # ---------------------------------------------------------------- one call
+    def run(self, command: str, is_input: bool, timeout: float) -> ShellResult:
+        """Send `command` (or input, or a control key) and wait for the prompt, for `no_output_timeout_s`
+        of silence, or for the hard `timeout`, whichever comes first."""
+        if self.stream is None:
+            self.start()
+        assert self.stream is not None
+        key = CONTROL_KEYS.get(command.strip())
+        if self.running:
+            if key is not None:
+                self.stream.send(key)
+            elif is_input and command:
+                self.stream.send(command.encode() + b"\n")
+            elif command.strip() and not is_input:
+                return self._refuse(
+                    f'The command "{command}" was NOT run: the previous command is still running. Send an '
+                    'empty command to see more of its output, set is_input="true" to send text to it, or '
+                    "send C-c to interrupt it.")
+        else:
+            if key is not None or is_input:
+                return self._refuse("No command is running, so there is nothing to send input or keys to.")
+            if not command.strip():
+                return self._refuse("No command is running, so there is no further output to show.")
+            self.stream.send(b"{ :; " + command.encode() + b"\n}\n")
+            self.running = True
+        try:
+            return self._wait(timeout)
+        except (EOFError, OSError):
+            self.restart()
+            return ShellResult("[The shell exited.]", -1, self.cwd, note=RESTART_NOTE)
+
+    def _refuse(self, message: str) -> ShellResult:
+        return ShellResult(message, -1 if self.running else 0, self.cwd, running=self.running, error=True)
+
+    def _wait(self, timeout: float) -> ShellResult:
+        buf, code = self._read(timeout)
+        if code is not None:
+            return ShellResult(buf, code, self.cwd)
+        if self.running and time.monotonic() < self._hard_deadline:
+            return ShellResult(buf, -1, self.cwd, running=True, note=(
+                f"[The command has printed nothing new for {self.no_output_timeout_s:g} seconds and is still "
+                "running. Send an empty command to wait for more output, send text with is_input=\"true\", "
+                "or send C-c to interrupt it.]"))
+        # The hard timeout: interrupt, and replace the shell if even that does not bring the prompt back.
+        assert self.stream is not None
+        self.stream.send(b"\x03")
+        more, code = self._read(INTERRUPT_WAIT_S)
+        note = f"[The command was stopped: it reached the time limit of {timeout:g} seconds for one action.]"
+        if code is None:
+            self.restart()
+            return ShellResult(buf + more, -1, self.cwd, timed_out=True, note=note + "\n" + RESTART_NOTE)
+        return ShellResult(buf + more, code, self.cwd, timed_out=True, note=note)
+
+    def _read(self, timeout: float) -> tuple[str, int | None]:
+        """Output until the prompt (then the exit code), silence, or `timeout` (then None)."""
+        assert self.stream is not None
+        now = time.monotonic()
+        self._hard_deadline = now + timeout
+        last_output = now
+        buf, self._pending = bytearray(self._pending), b""
+        dropped = 0
+        scanned = 0
+        while True:
+            match = self._marker.search(buf, max(0, scanned - 4096))
+            if match:
+                self.running = False
+                self.cwd = match.group(2).decode("utf-8", errors="replace")
+                self._pending = bytes(buf[match.end():])
+                return _text(buf[:match.start()], dropped), int(match.group(1))
+            scanned = len(buf)
+            now = time.monotonic()
+            wait = min(last_output + self.no_output_timeout_s, self._hard_deadline) - now
+            if wait <= 0:
+                return _text(buf, dropped), None
+            chunk = self.stream.recv(wait)
+            if chunk:
+                buf += chunk
+                last_output = time.monotonic()
+                if len(buf) > BUFFER_CAP:  # keep head and tail; the middle would be cut from view anyway
+                    cut = len(buf) - BUFFER_CAP // 2
+                    del buf[KEEP_HEAD:KEEP_HEAD + cut]
+                    dropped += cut
+                    scanned = len(buf) - len(chunk)
+
+
+def _text(data: bytes | bytearray, dropped: int) -> str:
+    def decode(part: bytes | bytearray) -> str:
+        return bytes(part).decode("utf-8", errors="replace")  # never fail on binary output
+
+    if not dropped:
+        return decode(data)
+    return f"{decode(data[:KEEP_HEAD])}\n[... {dropped} bytes of output dropped ...]\n{decode(data[KEEP_HEAD:])}"

@@ -1,0 +1,104 @@
+"""`str_replace_editor` of the CodeAct scaffold, each command and its errors, against a real container."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from harness.sandbox import DockerSandbox
+from harness.tasks import load_task
+from scaffolds.codeact.editor import Editor
+from scaffolds.codeact.tools import ToolError
+from tests.conftest import write_task
+from tests.docker_support import sandbox_for
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture(scope="module")
+def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerSandbox]:
+    yield from sandbox_for(load_task(write_task(tmp_path_factory.mktemp("editor"))))
+
+
+@pytest.fixture
+def editor(box: DockerSandbox) -> Editor:
+    return Editor(box)
+
+
+def edit(editor: Editor, **args: object) -> str:
+    return editor(dict(args))
+
+
+def test_view_file_range_and_directory(editor: Editor, box: DockerSandbox) -> None:
+    box.write_file("/tmp/v/a.txt", "one\ntwo\nthree\n")
+    box.exec("mkdir -p /tmp/v/sub/deep/deeper /tmp/v/.hidden && touch /tmp/v/sub/deep/deeper/x /tmp/v/.hidden/y")
+    assert edit(editor, command="view", path="/tmp/v/a.txt").endswith("     1\tone\n     2\ttwo\n     3\tthree")
+    assert edit(editor, command="view", path="/tmp/v/a.txt", view_range=[2, -1]).endswith("     2\ttwo\n     3\tthree")
+    assert edit(editor, command="view", path="/tmp/v/a.txt", view_range=[2, 2]).endswith("     2\ttwo")
+    listing = edit(editor, command="view", path="/tmp/v")
+    assert "/tmp/v/a.txt" in listing and "/tmp/v/sub/deep/" in listing
+    assert "deeper" not in listing and ".hidden" not in listing  # two levels, no hidden entries
+    for bad in ([0, 2], [2, 9], [3, 2], [1]):
+        with pytest.raises(ToolError, match="view_range"):
+            edit(editor, command="view", path="/tmp/v/a.txt", view_range=bad)
+    with pytest.raises(ToolError, match="directories"):
+        edit(editor, command="view", path="/tmp/v", view_range=[1, 2])
+    with pytest.raises(ToolError, match="not absolute.*Did you mean /testbed/tiny"):
+        edit(editor, command="view", path="tiny")
+    with pytest.raises(ToolError, match="does not exist"):
+        edit(editor, command="view", path="/tmp/nope")
+
+
+def test_create_refuses_existing_and_undo_removes(editor: Editor, box: DockerSandbox) -> None:
+    assert "Created" in edit(editor, command="create", path="/tmp/c/new.py", file_text="x = 1\n")
+    assert box.read_file("/tmp/c/new.py") == b"x = 1\n"
+    with pytest.raises(ToolError, match="already exists"):
+        edit(editor, command="create", path="/tmp/c/new.py", file_text="y")
+    with pytest.raises(ToolError, match="file_text"):
+        edit(editor, command="create", path="/tmp/c/other.py")
+    assert "removed" in edit(editor, command="undo_edit", path="/tmp/c/new.py")
+    with pytest.raises(FileNotFoundError):
+        box.read_file("/tmp/c/new.py")
+    with pytest.raises(ToolError, match="no edit"):
+        edit(editor, command="undo_edit", path="/tmp/c/new.py")
+
+
+def test_str_replace_rules_snippet_and_undo(editor: Editor, box: DockerSandbox) -> None:
+    lines = [f"line{i}" for i in range(1, 21)] + ["dup", "dup"]
+    box.write_file("/tmp/s.py", "\n".join(lines) + "\n")
+    box.exec("chmod 755 /tmp/s.py")
+    out = edit(editor, command="str_replace", path="/tmp/s.py", old_str="line10\n", new_str="ten\nTEN\n")
+    assert "    10\tten\n    11\tTEN" in out and "     6\tline6" in out and "     5\tline5" not in out
+    assert box.read_file("/tmp/s.py").decode().count("TEN") == 1
+    assert box.exec("stat -c %a /tmp/s.py").output.strip() == "755"  # mode kept
+    with pytest.raises(ToolError, match="does not occur verbatim"):
+        edit(editor, command="str_replace", path="/tmp/s.py", old_str="absent", new_str="x")
+    with pytest.raises(ToolError, match=r"occurs 2 times .*\[22, 23\]"):
+        edit(editor, command="str_replace", path="/tmp/s.py", old_str="dup", new_str="x")
+    with pytest.raises(ToolError, match="old_str"):
+        edit(editor, command="str_replace", path="/tmp/s.py")
+    edit(editor, command="undo_edit", path="/tmp/s.py")
+    assert box.read_file("/tmp/s.py").decode() == "\n".join(lines) + "\n"
+
+
+def test_insert_and_errors(editor: Editor, box: DockerSandbox) -> None:
+    box.write_file("/tmp/i.txt", "a\nb\n")
+    out = edit(editor, command="insert", path="/tmp/i.txt", insert_line=1, new_str="between")
+    assert "     2\tbetween" in out and box.read_file("/tmp/i.txt") == b"a\nbetween\nb\n"
+    edit(editor, command="insert", path="/tmp/i.txt", insert_line=0, new_str="top")
+    assert box.read_file("/tmp/i.txt") == b"top\na\nbetween\nb\n"
+    with pytest.raises(ToolError, match=r"within \[0, 4\]"):
+        edit(editor, command="insert", path="/tmp/i.txt", insert_line=9, new_str="x")
+    with pytest.raises(ToolError, match="insert_line"):
+        edit(editor, command="insert", path="/tmp/i.txt", new_str="x")
+    with pytest.raises(ToolError, match="directory"):
+        edit(editor, command="insert", path="/tmp", insert_line=0, new_str="x")
+    box.write_file("/tmp/bin.dat", b"\xff\xfe\x00")
+    with pytest.raises(ToolError, match="not a UTF-8"):
+        edit(editor, command="str_replace", path="/tmp/bin.dat", old_str="a", new_str="b")
+
+
+def test_output_is_clipped(editor: Editor, box: DockerSandbox) -> None:
+    box.write_file("/tmp/big.txt", "".join(f"{i} {'x' * 60}\n" for i in range(2000)))
+    out = edit(editor, command="view", path="/tmp/big.txt")
+    assert len(out) < 16_400 and "<response clipped>" in out and out.startswith("Contents of /tmp/big.txt")
