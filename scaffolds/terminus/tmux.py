@@ -1,0 +1,150 @@
+"""The agent's terminal: a tmux session inside the sandbox, driven through `sandbox.exec`.
+
+The session is a 160x40 login bash started in /testbed. Keystrokes are sent as the model wrote
+them: a whole string that is a tmux key name (`C-c`, `C-d`, `Escape`, `Up`, ...) is sent as that key,
+anything else is typed literally, so a command runs only if its keystrokes end with a newline.
+Reading returns what was written since the previous read: the full scrollback is captured and the
+previous capture is looked up at its start; when it cannot be found (the history rolled over, a
+full-screen program took the screen) the visible screen is returned instead. `limit_output` keeps
+the first and last halves of an oversized observation, as terminus-2 does.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+import time
+from dataclasses import dataclass
+
+from harness.sandbox import ExecResult, Sandbox
+
+SESSION = "terminus"
+WIDTH, HEIGHT = 160, 40
+HISTORY_LINES = 10_000  # tmux's default of 2,000 lines is less than one build log
+WORKDIR = "/testbed"
+SEND_CHUNK = 16_000  # characters per send-keys argument, well under the kernel's 128 KiB per argument
+_SEPARATOR = "--8<-- optrunner terminus capture --8<--"
+
+_NAMED_KEYS = ("Enter|Escape|Tab|BTab|BSpace|Space|Up|Down|Left|Right|Home|End|PageUp|PageDown|PgUp|PgDn|"
+               "NPage|PPage|Insert|IC|DC|Delete|F[1-9]|F1[0-2]")
+_KEY_NAME = re.compile(rf"(?:[CMS]-)*(?:{_NAMED_KEYS})|(?:[CMS]-)+\S")
+
+
+def is_key_name(keys: str) -> bool:
+    """True when tmux would read the whole string as one key (`C-c`), not as text to type."""
+    return bool(_KEY_NAME.fullmatch(keys))
+
+
+@dataclass(frozen=True)
+class Capture:
+    screen: str  # the visible pane
+    buffer: str  # scrollback and screen, trailing blank lines removed
+    complete: bool  # False when the capture was too large to transfer whole
+
+
+def new_output(previous: str | None, current: str) -> str | None:
+    """What `current` gained since `previous`, starting at the line the cursor was on (it may have
+    been extended by the keystrokes). "" when nothing changed; None when `previous` is not there."""
+    if previous is None:
+        return None
+    if current == previous:
+        return ""
+    head = previous.rpartition("\n")[0]
+    if not current.startswith(head):
+        return None
+    rest = current[len(head):]
+    if head and not rest.startswith("\n"):
+        return None  # the match ended inside a line: not the same history
+    return rest.lstrip("\n")
+
+
+def limit_output(text: str, limit_bytes: int = 10_000) -> str:
+    """At most `limit_bytes` of UTF-8: the first and last halves, with the omitted count between."""
+    data = text.encode("utf-8", errors="replace")
+    if len(data) <= limit_bytes:
+        return text
+    half = limit_bytes // 2
+    head = data[:half].decode("utf-8", errors="ignore")
+    tail = data[-half:].decode("utf-8", errors="ignore")
+    omitted = len(data) - 2 * half
+    return f"{head}\n[... output limited to {limit_bytes} bytes; {omitted} bytes in the middle omitted ...]\n{tail}"
+
+
+def terminal_text(previous: str | None, capture: Capture) -> str:
+    """The observation the model reads: the new output, or the screen when that is unknown or empty."""
+    new = new_output(previous, capture.buffer) if capture.complete else None
+    if new:
+        return "New terminal output:\n" + new
+    return "Current terminal screen:\n" + capture.screen.rstrip()
+
+
+class TmuxSession:
+    """One tmux session in one sandbox. Every method is one `sandbox.exec` round trip."""
+
+    def __init__(self, sandbox: Sandbox, name: str = SESSION) -> None:
+        self.sandbox = sandbox
+        self.name = name
+        self.target = shlex.quote(name)
+
+    def start(self, timeout: float = 30.0) -> Capture:
+        """Start the shell and wait (up to 5 s) for its prompt; returns the first capture."""
+        # history-limit applies to panes created after it is set, hence set before new-session.
+        started = self.sandbox.exec(
+            f"tmux -u start-server \\; set-option -g history-limit {HISTORY_LINES} \\; "
+            f"new-session -d -s {self.target} -x {WIDTH} -y {HEIGHT} -c {WORKDIR} 'bash --login'",
+            timeout=timeout)
+        if started.exit_code != 0:
+            raise RuntimeError(f"could not start tmux in the sandbox: {started.output.strip()[-300:]}")
+        deadline = time.monotonic() + 5.0
+        capture = self.capture()
+        while not capture.buffer.strip() and time.monotonic() < deadline:
+            time.sleep(0.1)
+            capture = self.capture()
+        return capture
+
+    def send(self, keystrokes: str, wait_s: float = 0.0, timeout: float = 60.0) -> Capture:
+        """Send keystrokes, wait `wait_s` inside the container (saves a round trip), then capture."""
+        parts = self._send_commands(keystrokes)
+        for part in parts[:-1]:  # huge pastes: several execs, each under the argument-size limit
+            self._run(part, timeout)
+        script = f"{parts[-1]}; sleep {wait_s:.3f}; {self._capture_command()}"
+        return self._parse_capture(self._run(script, timeout + wait_s))
+
+    def send_only(self, keystrokes: str, timeout: float = 60.0) -> None:
+        """Send without reading, for a caller that waits on its own (long, interruptible waits)."""
+        for part in self._send_commands(keystrokes):
+            self._run(part, timeout)
+
+    def capture(self, timeout: float = 30.0) -> Capture:
+        return self._parse_capture(self._run(self._capture_command(), timeout))
+
+    def close(self) -> None:
+        try:
+            self.sandbox.exec(f"tmux kill-session -t {self.target}", timeout=10)
+        except Exception:  # the container may already be gone; nothing left to kill then
+            pass
+
+    # -- commands
+    def _send_commands(self, keystrokes: str) -> list[str]:
+        keystrokes = keystrokes.replace("\x00", "")  # cannot travel in an argument
+        if is_key_name(keystrokes):
+            return [f"tmux send-keys -t {self.target} {shlex.quote(keystrokes)}"]
+        chunks = [keystrokes[i:i + SEND_CHUNK] for i in range(0, len(keystrokes), SEND_CHUNK)] or [""]
+        sends = [f"tmux send-keys -t {self.target} -l -- {shlex.quote(c)}" for c in chunks if c]
+        groups = [" && ".join(sends[i:i + 4]) for i in range(0, len(sends), 4)]
+        return groups or ["true"]
+
+    def _capture_command(self) -> str:
+        # Screen first: if the transfer is capped, the cut falls in the (long) scrollback.
+        return (f"tmux capture-pane -p -t {self.target}; printf '%s\\n' {shlex.quote(_SEPARATOR)}; "
+                f"tmux capture-pane -p -S - -t {self.target}")
+
+    def _run(self, script: str, timeout: float) -> ExecResult:
+        done = self.sandbox.exec(script, timeout=timeout)
+        if done.exit_code != 0:
+            raise RuntimeError(f"tmux command failed ({done.exit_code}): {done.output.strip()[-300:]}")
+        return done
+
+    @staticmethod
+    def _parse_capture(done: ExecResult) -> Capture:
+        screen, found, buffer = done.output.partition(_SEPARATOR + "\n")
+        return Capture(screen=screen.rstrip(), buffer=buffer.rstrip(), complete=bool(found) and not done.truncated)
