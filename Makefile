@@ -25,13 +25,14 @@ images: venv docker
 test: images
 	$(PY) -m pytest -q
 
-# Until the runner exists, the demo shows the suite and grades the smoke tasks' gold and empty patches.
+# The offline main job end to end: the oracle model, 2 rollouts per smoke task, graded; prints the report path.
 demo: images
-	$(PY) -m harness tasks --tasks $(TASKS)
-	$(PY) -m harness validate --tasks smoke
+	$(PY) -m runner tasks=smoke rollouts=2
 
 bench: images
 	$(PY) -m tests.bench
+	$(PY) -m tests.bench.scaffolds
+	$(PY) -m tests.bench.runner
 	$(PY) -m tests.bench.grading $(if $(FULL),--full,)
 
 cleanup: venv docker

@@ -106,6 +106,7 @@ class RunConf:
     grading: GradingConf = field(default_factory=GradingConf)
     infra_retries: int = 2
     name: str = "run"
+    sweep_name: str = "sweep"
     output_root: str = "outputs"
 
 

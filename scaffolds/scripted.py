@@ -50,9 +50,9 @@ def oracle_steps(task: Task, patch_text: str | None = None) -> list[dict[str, An
         {"bash": f"cd {WORKDIR} && git apply --whitespace=nowarn /tmp/optimization.patch && git status --short"},
     ]
     if task.install_commands:
-        steps.append({"bash": f"cd {WORKDIR} && " + " && ".join(task.install_commands), "duration": 20})
+        steps.append({"bash": f"cd {WORKDIR} && " + " && ".join(task.install_commands), "duration": 5})
     steps.append({"write": "/tmp/spec_timing.py", "text": task.prob_script})
-    steps.append({"bash": f"cd {WORKDIR} && python3 /tmp/spec_timing.py", "duration": 20})
+    steps.append({"bash": f"cd {WORKDIR} && python3 /tmp/spec_timing.py", "duration": 5})
     steps.append({"finish": "Applied the optimization, rebuilt, and checked the specification script."})
     return steps
 

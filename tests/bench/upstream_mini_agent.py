@@ -80,6 +80,7 @@ def run(image: str, steps: int) -> dict:
         "exit_status": result.get("exit_status"),
         "steps": agent.n_calls,
         "true_steps": len(true_steps),
+        "step_times_s": true_steps,
         "step_median_ms": statistics.median(true_steps) * 1000,
         "step_p90_ms": p90(true_steps) * 1000,
         "submit_step_ms": agent.step_seconds[-1] * 1000,

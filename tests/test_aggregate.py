@@ -1,0 +1,170 @@
+"""Studies: Hydra sweeps into resumable run folders, and `python -m runner.aggregate` over them.
+
+Pure parts (the system table, Dominance, Pareto front, truncation snapshots) are checked against hand
+computations; the sweeps run for real (containers, scripted models, grading) on sleep-timed tasks.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runner.aggregate import Run, aggregate, pareto_front
+from runner.config import ConfigError, RunConf
+from runner.truncate import patch_at
+from tests.conftest import write_task
+from tests.test_runner import FAST, ROOT, SLOW, runner, wait_for
+
+WEAKER = "import time\n\ndef total(xs):\n    time.sleep(0.6)\n    return len(xs)\n"
+
+
+def _record(task: str, rollout: int, score: float, solved: bool, cost: float, steps: int = 5) -> dict:
+    return {"instance_id": task, "rollout": rollout, "steps": steps, "wall_time_s": 10.0, "cost_usd": cost,
+            "usage": {"input_tokens": 100, "cached_read_tokens": 10, "output_tokens": 20}, "score": score,
+            "grading": {"opt_commit": solved, "opt_base": solved or score > 0,
+                        "opt_stats": {"hm_speedup_patch_commit": 1.0 if solved else 0.5}}}
+
+
+def _run(model: str, records: list[dict], rollouts: int = 2) -> Run:
+    conf = RunConf()
+    conf.model.id, conf.rollouts = model, rollouts
+    return Run(Path(f"/runs/{model}"), conf, records, ["t1", "t2"], f"{model} x codeact x smoke")
+
+
+def test_system_table_and_dominance_match_a_hand_computation() -> None:
+    a = _run("a", [_record("t1", 0, 0.5, True, 0.10), _record("t1", 1, 0.0, False, 0.30),
+                   _record("t2", 0, 0.2, False, 0.20), _record("t2", 1, 0.4, False, 0.40)])
+    b = _run("b", [_record("t1", 0, 0.5, True, 0.05), _record("t1", 1, 0.5, True, 0.05),
+                   _record("t2", 0, 0.3, False, 0.05)])  # t2 rollout 1 missing: a failure with score 0
+    result = aggregate([a, b], k=2)
+    row_a, row_b = result["systems"]
+    assert row_a["opt_at_1"] == pytest.approx((0.5 + 0.0) / 2)  # t1: 1 of 2, t2: 0 of 2
+    assert row_a["opt_at_K"] == pytest.approx((1.0 + 0.0) / 2)
+    assert row_a["avg_at_k"] == pytest.approx(((0.5 + 0.0) / 2 + (0.2 + 0.4) / 2) / 2)  # 0.275
+    assert row_a["best_at_k"] == pytest.approx((0.5 + 0.4) / 2)
+    assert row_b["avg_at_k"] == pytest.approx((0.5 + 0.15) / 2)  # 0.325
+    # Per task Avg@k: a = (0.25, 0.30), b = (0.50, 0.15): each wins one task.
+    assert row_a["dominance"] == pytest.approx(0.5) and row_b["dominance"] == pytest.approx(0.5)
+    assert row_a["cost_per_rollout"] == pytest.approx(1.0 / 4)
+    assert row_a["cost_per_solved_task"] == pytest.approx(1.0 / 1)
+    assert row_a["cost_share_unsolved"] == pytest.approx(0.6 / 1.0)  # t2's rollouts solved nothing
+    assert row_a["tokens"] == {"input": 400, "cached": 40, "output": 80}
+    curve = dict(result["curves"][row_a["system"]]["opt_p_at_1"])
+    # p = 0: any opt_base rollout counts (t1: 1 of 2, t2: 2 of 2); p = 0.95: only hm 1.0 > p (t1: 1 of 2).
+    assert curve[0.0] == pytest.approx(0.75) and curve[0.95] == pytest.approx(0.25) and curve[1.0] == 0.0
+
+
+def test_ties_count_one_half_and_k_above_n_falls_back_to_n() -> None:
+    same = [_record("t1", 0, 0.5, True, 0.1), _record("t2", 0, 0.1, False, 0.1)]
+    result = aggregate([_run("x", same, rollouts=1), _run("y", same, rollouts=1)], k=3)
+    assert [row["dominance"] for row in result["systems"]] == [0.5, 0.5]
+    assert result["systems"][0]["k"] == 1
+
+
+def test_pareto_front() -> None:
+    points = [(1.0, 0.5), (2.0, 0.4), (0.5, 0.2), (3.0, 0.9), (3.0, 0.8)]
+    assert pareto_front(points) == [0, 2, 3]
+
+
+def test_truncated_patch_comes_from_the_snapshot_at_that_step() -> None:
+    trajectory = {"step_records": [{"diff_snapshot": None}, {"diff_snapshot": "at-2"}, {"diff_snapshot": None},
+                                   {"diff_snapshot": "at-4"}, {"diff_snapshot": None}]}
+    record = {"instance_id": "t", "rollout": 0, "steps": 5, "patch": "final"}
+    assert patch_at(record, trajectory, 2, 2) == "at-2" and patch_at(record, trajectory, 4, 2) == "at-4"
+    assert patch_at(record, trajectory, 6, 2) == "final"  # the rollout ended before step 6
+    with pytest.raises(ConfigError, match="multiple of budget.snapshot_every=2"):
+        patch_at(record, trajectory, 3, 2)
+
+
+# ---------------------------------------------------------------- real sweeps
+@pytest.fixture(scope="module")
+def study_tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two sleep-timed tasks, each with a weaker.patch: 0.6 s against base 0.9 s and expert 0.3 s."""
+    root = tmp_path_factory.mktemp("study")
+    for task_id in ("alpha", "beta"):
+        path = write_task(root, task_id, slow_src=SLOW, fast_src=FAST)
+        scratch = root / f".{task_id}-scratch"
+        (scratch / "tiny" / "__init__.py").write_text(WEAKER)
+        patch = subprocess.run(["git", "diff"], cwd=scratch, capture_output=True, text=True, check=True).stdout
+        (path / "weaker.patch").write_text(patch)
+    return root
+
+
+def aggregate_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "runner.aggregate", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+
+
+@pytest.mark.docker
+def test_model_sweep_ranks_oracle_over_weaker_over_noop(study_tasks: Path, tmp_path: Path) -> None:
+    done = runner("-m", "model=oracle,oracle_weaker,noop", "scaffold=mini_swe", f"tasks.selector={study_tasks}",
+                  "rollouts=2", "grading.rounds=2", "sweep_name=models", out=tmp_path, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    sweep = tmp_path / "sweeps" / "models"
+    shown = aggregate_cli(str(sweep), "--k", "2")
+    assert shown.returncode == 0, shown.stderr
+    result = json.loads((sweep / "aggregate" / "aggregate.json").read_text())
+    rows = {row["model"]: row for row in result["systems"]}
+    assert rows["oracle"]["dominance"] == 1.0 and rows["oracle-weaker"]["dominance"] == 0.5
+    assert rows["noop"]["dominance"] == 0.0
+    for model, row in rows.items():  # the table is what results.jsonl says
+        records = [json.loads(x) for x in (Path(row["run"]) / "results.jsonl").read_text().splitlines()]
+        assert len(records) == 4
+        scores = {t: [r["score"] for r in records if r["instance_id"] == t] for t in ("alpha", "beta")}
+        assert row["avg_at_k"] == pytest.approx(sum(sum(v) / 2 for v in scores.values()) / 2)
+        assert row["opt_at_1"] == pytest.approx(sum(bool(r["grading"]["opt_commit"]) for r in records) / 4)
+        assert row["cost_per_rollout"] == pytest.approx(sum(r["cost_usd"] for r in records) / 4)
+    assert rows["oracle"]["opt_at_1"] == 1.0 and rows["oracle-weaker"]["opt_at_1"] == 0.0
+    assert 0 < rows["oracle-weaker"]["avg_at_k"] < rows["oracle"]["avg_at_k"]
+    markdown = (sweep / "aggregate" / "aggregate.md").read_text()
+    assert "| oracle x mini_swe x smoke |" in markdown and "## Per task" in markdown
+    assert {"opt_p_curve.png", "opt_at_k.png", "score_vs_cost.png"} <= {p.name for p in
+                                                                         (sweep / "aggregate").glob("*.png")}
+
+
+@pytest.mark.docker
+def test_scaling_sweep_survives_a_killed_job_and_draws_the_heatmap(study_tasks: Path, tmp_path: Path) -> None:
+    args = ("-m", "+sweep=scaling_smoke", "scaffold=mini_swe", f"tasks.selector={study_tasks}", "tasks.ids=[alpha]",
+            "grading.rounds=2", "budget.snapshot_every=2", f"output_root={tmp_path}")
+    cmd = [sys.executable, "-m", "runner", *args]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "CI": "true"}, start_new_session=True)
+    sweep = tmp_path / "sweeps" / "scaling_smoke"
+    try:  # kill the sweep while its second job is running
+        wait_for(lambda: any(sweep.glob("*s4*/rollouts/*/*.json")), 300, "the second job's first rollout")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900, env={**os.environ, "CI": "true"})
+    assert again.returncode == 0, again.stderr[-3000:]
+    shown = aggregate_cli(str(sweep), "--truncate-steps", "2")
+    assert shown.returncode == 0, shown.stderr
+    result = json.loads((sweep / "aggregate" / "aggregate.json").read_text())
+    real = {row["budget"]: row for row in result["systems"] if not row["approximate"]}
+    assert set(real) == {"s2", "s4", "s8"}
+    assert [real[b]["finished"] for b in ("s2", "s4", "s8")] == [4, 2, 1]  # nothing counted twice
+    assert real["s2"]["opt_at_1"] == 0.0 and real["s4"]["opt_at_1"] == 1.0  # 2 steps cannot apply the patch
+    truncated = [row for row in result["systems"] if row["approximate"]]
+    assert len(truncated) == 3 and all(row["opt_at_1"] == 0.0 for row in truncated)
+    assert (sweep / "aggregate" / "steps_rollouts_heatmap.png").stat().st_size > 10_000
+    assert "post-hoc truncations" in (sweep / "aggregate" / "aggregate.md").read_text()
+
+
+@pytest.mark.docker
+def test_bad_aggregate_input_is_one_line(study_tasks: Path, tmp_path: Path) -> None:
+    assert aggregate_cli(str(tmp_path)).stderr.strip() == f"error: {tmp_path} is not a run directory and holds none " \
+                                                          "(no config.yaml found)"
+    noop = ("model=noop", "scaffold=mini_swe", f"tasks.selector={study_tasks}")
+    for out, extra in (("one", ["tasks.ids=[alpha]"]), ("both", []), ("ungraded", ["tasks.ids=[alpha]", "grade=none"])):
+        assert runner(*noop, *extra, out=tmp_path / out).returncode == 0
+    ungraded = aggregate_cli(str(tmp_path / "ungraded"))
+    assert ungraded.returncode == 2 and "has ungraded rollouts: grade it first" in ungraded.stderr
+    mixed = aggregate_cli(str(tmp_path / "both"), str(tmp_path / "one"))
+    assert mixed.returncode == 2 and "runs over different task sets" in mixed.stderr
+    for done in (ungraded, mixed):
+        assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
