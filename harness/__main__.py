@@ -63,10 +63,11 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_cleanup(_args: argparse.Namespace) -> int:
+def cmd_cleanup(args: argparse.Namespace) -> int:
     from harness.sandbox import remove_labelled
-    removed = remove_labelled(_docker())
-    console.print(f"removed {removed} container(s) labelled 'optrunner'")
+    removed = remove_labelled(_docker(), everything=args.all)
+    which = "labelled 'optrunner'" if args.all else "left behind by processes that are gone"
+    console.print(f"removed {removed} container(s) {which}")
     return 0
 
 
@@ -176,7 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only-predicted", action="store_true",
                    help="summarize over the predicted tasks only (default: every selected task; missing = failed)")
     p.set_defaults(func=cmd_grade)
-    p = sub.add_parser("cleanup", help="remove every container labelled 'optrunner' (e.g. after a crash)")
+    p = sub.add_parser("cleanup", help="remove containers left behind by crashed or killed runs")
+    p.add_argument("--all", action="store_true", help="remove every container labelled 'optrunner', "
+                   "also those of runs still going")
     p.set_defaults(func=cmd_cleanup)
     return parser
 

@@ -38,6 +38,7 @@ from harness.images import BASE_COMMIT_LABEL, LABEL
 TESTBED = "/testbed"
 KILL_GRACE = 5  # seconds between TERM and KILL inside the container
 BACKSTOP_GRACE = 15  # extra seconds the host waits before declaring an exec wedged
+OWNER_LABEL = "optrunner.owner"  # host:pid of the process that started the container
 DIFF_EXCLUDES = (".venv", ".git", "__pycache__", "*.egg-info", "*.pyc")
 
 
@@ -74,6 +75,10 @@ class Sandbox(Protocol):
 
     def open_stream(self, cmd: list[str], tty: bool = True, env: dict[str, str] | None = None,
                     workdir: str | None = None) -> "Stream": ...
+
+
+def owner_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 @lru_cache(maxsize=1)
@@ -120,17 +125,36 @@ def _install_hooks() -> None:
                 signal.signal(sig, _on_signal)
 
 
-def remove_labelled(client: docker.DockerClient | None = None) -> int:
-    """Remove every container carrying our label, running or not. Returns how many were removed."""
+def remove_labelled(client: docker.DockerClient | None = None, everything: bool = False) -> int:
+    """Remove containers carrying our label whose owning process is gone (a crash, a kill -9), and those
+    with no owner; with `everything`, every one of ours, running or not. Returns how many were removed.
+    Containers of live processes (another run, a benchmark) are left alone unless `everything`."""
     client = client or docker_client()
+    host = socket.gethostname()
     removed = 0
     for container in client.containers.list(all=True, filters={"label": LABEL}):
+        owner_host, _, pid = (container.labels.get(OWNER_LABEL) or "").rpartition(":")
+        owned_here = owner_host == host and pid.isdigit()
+        if not everything and owned_here and _process_alive(int(pid)):
+            continue
+        if not everything and owner_host and not owned_here:
+            continue  # another machine's container (a shared engine): not ours to judge
         try:
             container.remove(force=True)
             removed += 1
-        except docker.errors.NotFound:
-            pass
+        except docker.errors.APIError:
+            pass  # already gone, or its removal is already in progress
     return removed
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 # ---------------------------------------------------------------- output capture
@@ -248,7 +272,7 @@ class DockerSandbox:
         client = client or docker_client()
         _install_hooks()
         base_commit = _image_labels(client, image).get(BASE_COMMIT_LABEL)
-        all_labels = {LABEL: "sandbox", "optrunner.owner": f"{socket.gethostname()}:{os.getpid()}", **(labels or {})}
+        all_labels = {LABEL: "sandbox", OWNER_LABEL: owner_id(), **(labels or {})}
         container = client.containers.run(
             image, ["sleep", "infinity"], detach=True, init=True, labels=all_labels,
             network_mode=None if limits.network else "none",

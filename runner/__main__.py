@@ -59,9 +59,16 @@ def main(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
-    code = run_job(cfg)
-    # In a sweep a failing job must not stop the others: report it and go on.
-    if code and HydraConfig.get().mode != RunMode.MULTIRUN:
+    sweeping = HydraConfig.get().mode == RunMode.MULTIRUN
+    try:
+        code = run_job(cfg)
+    except Exception as err:  # noqa: BLE001 - in a sweep, one broken job must not lose the others
+        if not sweeping:
+            raise
+        print(f"error: job {HydraConfig.get().job.num} failed: {type(err).__name__}: {err}", file=sys.stderr)
+        return
+    # A failing job of a sweep is reported and the sweep goes on; Ctrl-C ends the whole sweep.
+    if code and (not sweeping or code == 130):
         sys.exit(code)
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from harness.tasks import Task, TaskError, select_tasks
 from runner.config import ConfigError, RunConf
@@ -38,6 +39,12 @@ def select(conf: RunConf) -> list[Task]:
         missing = [t.id for t in tasks if not (t.path / conf.model.patch).is_file()]
         if missing:
             raise ConfigError(f"model.patch={conf.model.patch}: task {missing[0]} has no such file")
+    if conf.model.name.endswith("/replay"):
+        run = Path(conf.model.run_dir or "")
+        for task in tasks:
+            for index in range(conf.rollouts):
+                if not (run / "trajectories" / task.id / f"{index}.json").is_file():
+                    raise ConfigError(f"model.run_dir={run}: no trajectory for {task.id} rollout {index} to replay")
     return tasks
 
 

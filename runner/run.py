@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import queue
 import signal
-import socket
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -30,52 +29,21 @@ from runner.report import write_reports
 from runner.rollout import Interrupted, Live, run_rollout
 from runner.store import RunStore
 
-OWNER_LABEL = "optrunner.owner"
-
-
 class RunInterrupted(Exception):
     pass
 
 
-def remove_orphans() -> int:
-    """Remove containers whose owning process on this host is gone (e.g. after a kill -9)."""
+def remove_own_containers() -> None:
+    """Every container this process started (the second Ctrl-C: no time for anything gentler)."""
     from harness.images import LABEL
-    from harness.sandbox import docker_client
+    from harness.sandbox import OWNER_LABEL, docker_client, owner_id
 
-    host = socket.gethostname()
-    removed = 0
-    for container in docker_client().containers.list(all=True, filters={"label": LABEL}):
-        owner_host, _, pid = (container.labels.get(OWNER_LABEL) or "").rpartition(":")
-        if owner_host != host or not pid.isdigit() or _alive(int(pid)):
-            continue
+    for container in docker_client().containers.list(all=True, filters={"label": [LABEL,
+                                                                                  f"{OWNER_LABEL}={owner_id()}"]}):
         try:
             container.remove(force=True)
-            removed += 1
         except Exception:  # noqa: BLE001 - already gone
             pass
-    return removed
-
-
-def remove_own_containers() -> None:
-    from harness.images import LABEL
-    from harness.sandbox import docker_client
-
-    me = f"{socket.gethostname()}:{os.getpid()}"
-    for container in docker_client().containers.list(all=True, filters={"label": [LABEL, f"{OWNER_LABEL}={me}"]}):
-        try:
-            container.remove(force=True)
-        except Exception:  # noqa: BLE001
-            pass
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class Runner:
@@ -95,14 +63,16 @@ class Runner:
     def run(self) -> int:
         from harness.docker_engine import ensure_engine
         from harness.images import BaseImageSpec, ensure_images
-        from harness.sandbox import docker_client
+        from harness.sandbox import docker_client, remove_labelled
+        from scaffolds.model import litellm_module
 
         tasks = select(self.conf)  # config errors first: nothing has started yet
         ensure_engine()
         resuming = self.store.bind_config(self.plain)
-        removed = remove_orphans()
+        removed = remove_labelled()  # containers of earlier runs that were killed
         images = ensure_images(docker_client(), tasks, BaseImageSpec(self.conf.sandbox.base_image),
                                progress=lambda m: print(m, flush=True))
+        litellm_module()  # its import takes seconds: pay it once here, not inside a rollout's wall clock
         planned = plan(tasks, self.conf.rollouts)
         todo = [p for p in planned if self.store.rollout(p.task.id, p.index) is None]
         done_before = [r for p in planned if (r := self.store.rollout(p.task.id, p.index)) is not None]

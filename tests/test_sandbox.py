@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -14,7 +15,7 @@ import pytest
 
 from harness.images import LABEL
 from harness.perfrun import apply_patch
-from harness.sandbox import DockerSandbox, _Capture
+from harness.sandbox import OWNER_LABEL, DockerSandbox, _Capture, owner_id
 from tests.docker_support import client, sandbox_for, smoke_task, task_image
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -184,3 +185,16 @@ def test_backstop_ends_a_wedged_exec(box: DockerSandbox, monkeypatch: pytest.Mon
     timer.join()
     assert done.timed_out and "exec wedged" in done.output
     assert done.duration < 15
+
+
+def test_cleanup_spares_containers_of_live_processes() -> None:
+    alive = client().containers.run(task_image(smoke_task()), ["sleep", "infinity"], detach=True,
+                                    labels={LABEL: "sandbox", OWNER_LABEL: owner_id()})
+    gone = client().containers.run(task_image(smoke_task()), ["sleep", "infinity"], detach=True,
+                                   labels={LABEL: "sandbox", OWNER_LABEL: f"{socket.gethostname()}:999999999"})
+    try:
+        done = subprocess.run([sys.executable, "-m", "harness", "cleanup"], cwd=ROOT, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        assert _exists(alive.id) and not _exists(gone.id)
+    finally:
+        alive.remove(force=True)
