@@ -50,7 +50,8 @@ def slow_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def runner(*args: str, out: Path, env: dict[str, str] | None = None, timeout: float = 600
            ) -> subprocess.CompletedProcess[str]:
     """Run the CLI to the end; the result carries the process id (its containers carry it in a label)."""
-    cmd = [sys.executable, "-m", "runner", f"output_root={out}", *args]
+    flags = [a for a in args if a.startswith("-")]  # Hydra's own flags (-m) go before the overrides
+    cmd = [sys.executable, "-m", "runner", *flags, f"output_root={out}", *(a for a in args if a not in flags)]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "CI": "true", **(env or {})})
     try:
