@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -205,7 +206,12 @@ def task_vars(task: Task, workdir: str = "/testbed") -> dict[str, Any]:
             "languages": list(task.languages)}
 
 
+@lru_cache(maxsize=None)
+def _templates(folder: str) -> jinja2.Environment:
+    """One environment per prompt folder: templates are parsed once, not at every step."""
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(folder), undefined=jinja2.StrictUndefined,
+                              keep_trailing_newline=False, trim_blocks=True, lstrip_blocks=True)
+
+
 def render_template(folder: Path, name: str, **variables: Any) -> str:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(folder)), undefined=jinja2.StrictUndefined,
-                             keep_trailing_newline=False, trim_blocks=True, lstrip_blocks=True)
-    return env.get_template(name).render(**variables).strip()
+    return _templates(str(folder)).get_template(name).render(**variables).strip()

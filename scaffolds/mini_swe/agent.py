@@ -10,6 +10,8 @@ Faithful to mini-swe-agent 2.x (see shared/scaffolds.md):
   output is the submission;
 - output over 10,000 chars shows the first and last 5,000; a command timeout is not fatal (code -1);
 - step, cost and wall-clock limits are checked before each model call (by the Recorder).
+Commands start through one launcher loop in the container instead of a `docker exec` each
+(`commands.py`): the agent sees the same fresh process per command, at a fraction of the cost.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from typing import Any
 
 from harness.sandbox import TESTBED, Sandbox
 from harness.tasks import Task
+from scaffolds.mini_swe.commands import FreshProcesses
 from scaffolds.episode import (Episode, EpisodeEnd, FormatErrors, Limits, Observation, Recorder, Submitted,
                                render_template, task_vars)
 from scaffolds.model import Model, ModelReply, ToolCall, parse_arguments, tool_result
@@ -84,6 +87,7 @@ class MiniSweScaffold:
         messages = self._first_messages(task)
         tools = [BASH_TOOL] if self.config.mode == "tool" else None
         format_errors = 0
+        procs = FreshProcesses(sandbox, COMMAND_ENV)
         try:
             while True:
                 reply = rec.query(messages, tools=tools)
@@ -100,7 +104,7 @@ class MiniSweScaffold:
                 format_errors = 0
                 messages.append(reply.message)
                 for call_id, command in commands:
-                    shown = self._execute(rec, sandbox, command)
+                    shown = self._execute(rec, procs, command)
                     if call_id is None:
                         messages.append({"role": "user", "content": shown})
                     else:
@@ -109,6 +113,8 @@ class MiniSweScaffold:
             return rec.finish(end, messages, submission=end.message)
         except EpisodeEnd as end:
             return rec.finish(end, messages)
+        finally:
+            procs.close()
 
     def _parse(self, reply: ModelReply) -> list[tuple[str | None, str]]:
         """The commands of a reply as (tool call id or None, command)."""
@@ -132,9 +138,9 @@ class MiniSweScaffold:
             commands.append((call.id, command))
         return commands
 
-    def _execute(self, rec: Recorder, sandbox: Sandbox, command: str) -> str:
+    def _execute(self, rec: Recorder, procs: FreshProcesses, command: str) -> str:
         timeout = min(self.config.command_timeout_s, rec.action_timeout())
-        result = sandbox.exec(command, timeout=timeout, cwd=TESTBED, env=COMMAND_ENV)
+        result = procs.run(command, timeout)
         returncode = -1 if result.timed_out else result.exit_code
         output = result.output
         lines = output.lstrip().splitlines(keepends=True)

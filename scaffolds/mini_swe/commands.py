@@ -1,0 +1,108 @@
+"""Running each of the agent's commands as a fresh `bash -lc` process, without a `docker exec` per command.
+
+mini-swe-agent starts every command as a new process (nothing carries over from one command to the
+next). That is what the agent sees, and it is kept: but starting it through `docker exec` costs ~60 ms
+of Docker API round trips per step. Instead one small launcher loop runs in the container for the
+whole episode, on an open exec stream; for each command it starts a fresh
+`timeout -k 5 T bash -lc CMD` in /testbed (stdin from /dev/null, stderr merged into stdout) and then
+writes a marker carrying the exit code. A command is sent base64-encoded on one line, so any bytes
+survive. If the launcher wedges or dies, it is restarted; if no stream can be opened, `sandbox.exec`
+is used instead.
+"""
+from __future__ import annotations
+
+import base64
+import secrets
+import time
+from typing import Any
+
+from harness.sandbox import TESTBED, ExecResult, Sandbox
+
+KILL_GRACE = 5.0  # timeout(1)'s -k: TERM, then KILL after this many seconds
+BACKSTOP_S = 15.0  # extra host-side wait before the launcher is declared wedged
+MAX_OUTPUT = 1_000_000  # bytes kept per command: the head and the tail halves
+LAUNCHER = r"""
+while IFS=' ' read -r id t b64; do
+  printf '%s' "$b64" | base64 -d > /tmp/.optrunner-cmd
+  ( cd "$WORKDIR" && exec timeout -k KILL "$t" bash -lc "$(cat /tmp/.optrunner-cmd)" ) < /dev/null 2>&1
+  printf '\036optrunner-done:%s:%d\036' "$id" "$?"
+done
+""".replace("KILL", f"{KILL_GRACE:g}")
+
+
+class FreshProcesses:
+    """Runs commands, each in a new `bash -lc` process, over one long-lived launcher."""
+
+    def __init__(self, sandbox: Sandbox, env: dict[str, str], workdir: str = TESTBED) -> None:
+        self.sandbox, self.env, self.workdir = sandbox, env, workdir
+        self._stream: Any = None
+
+    def _open(self) -> Any:
+        if self._stream is None:
+            self._stream = self.sandbox.open_stream(["bash", "--noprofile", "--norc", "-c", LAUNCHER], tty=False,
+                                                    env={**self.env, "WORKDIR": self.workdir}, workdir=self.workdir)
+        return self._stream
+
+    def run(self, command: str, timeout: float) -> ExecResult:
+        try:
+            stream = self._open()
+        except Exception:  # noqa: BLE001 - a sandbox without streams still works, just slower
+            return self.sandbox.exec(command, timeout=timeout, cwd=self.workdir, env=self.env)
+        token = secrets.token_hex(6)
+        line = f"{token} {timeout:g} {base64.b64encode(command.encode()).decode()}\n"
+        marker = f"\x1eoptrunner-done:{token}:".encode()
+        started = time.monotonic()
+        deadline = started + timeout + KILL_GRACE + BACKSTOP_S
+        head, tail, dropped = bytearray(), bytearray(), 0
+        try:
+            stream.send(line.encode())
+            pending = bytearray()
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError
+                pending += stream.recv(min(left, 1.0))
+                at = pending.find(marker)
+                if at >= 0:
+                    end = pending.find(b"\x1e", at + len(marker))
+                    if end < 0:
+                        continue  # the exit code is still on its way
+                    code = int(pending[at + len(marker):end])
+                    body = bytes(pending[:at])
+                    break
+                keep = len(marker) + 16  # bytes that may hold the start of a marker
+                if len(pending) > keep:
+                    dropped += _keep(head, tail, bytes(pending[:-keep]))
+                    del pending[:-keep]
+        except (TimeoutError, EOFError, OSError):
+            self.close()  # wedged or gone: the next command gets a fresh launcher
+            text = (bytes(head) + bytes(tail)).decode(errors="replace")
+            return ExecResult(text + "\n[the command could not be stopped: its launcher was restarted]", -1, True,
+                              time.monotonic() - started, dropped > 0)
+        dropped += _keep(head, tail, body)
+        duration = time.monotonic() - started
+        output = bytes(head) + (f"\n[... {dropped} bytes cut ...]\n".encode() if dropped else b"") + bytes(tail)
+        timed_out = code in (124, 137) and duration >= timeout * 0.98
+        return ExecResult(output.decode(errors="replace"), code, timed_out, duration, dropped > 0)
+
+    def close(self) -> None:
+        if self._stream is not None:
+            try:
+                self._stream.close()
+            finally:
+                self._stream = None
+
+
+def _keep(head: bytearray, tail: bytearray, data: bytes) -> int:
+    """Append to a head/tail pair capped at MAX_OUTPUT in all; returns how many bytes were dropped."""
+    half = MAX_OUTPUT // 2
+    room = half - len(head)
+    if room > 0:
+        head += data[:room]
+        data = data[room:]
+    tail += data
+    extra = len(tail) - half
+    if extra > 0:
+        del tail[:extra]
+        return extra
+    return 0
