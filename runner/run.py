@@ -66,13 +66,16 @@ class Runner:
         from harness.sandbox import docker_client, remove_labelled
         from scaffolds.model import litellm_module
 
+        # litellm's import takes seconds: it runs beside the checks, and before any rollout's clock starts.
+        importer = threading.Thread(target=litellm_module, daemon=True)
+        importer.start()
         tasks = select(self.conf)  # config errors first: nothing has started yet
         ensure_engine()
         resuming = self.store.bind_config(self.plain)
         removed = remove_labelled()  # containers of earlier runs that were killed
         images = ensure_images(docker_client(), tasks, BaseImageSpec(self.conf.sandbox.base_image),
                                progress=lambda m: print(m, flush=True))
-        litellm_module()  # its import takes seconds: pay it once here, not inside a rollout's wall clock
+        importer.join()
         planned = plan(tasks, self.conf.rollouts)
         todo = [p for p in planned if self.store.rollout(p.task.id, p.index) is None]
         done_before = [r for p in planned if (r := self.store.rollout(p.task.id, p.index)) is not None]

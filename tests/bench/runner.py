@@ -11,6 +11,7 @@ usage: python -m tests.bench.runner [--rollouts 16] [--steps 10] [--delay 1.0]
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -83,7 +84,11 @@ def main(argv: list[str] | None = None) -> None:
         results = {}
         for parallel in (1, 8):
             wall, rss = peak_rss_mb([*common, f"parallel={parallel}", f"name=p{parallel}"])
-            results[parallel] = {"wall_s": wall, "throughput": args.rollouts / wall * 60, "rss_mb": rss}
+            run = Path(tmp, "out", "runs", f"p{parallel}")
+            records = [json.loads(p.read_text()) for p in run.glob("rollouts/*/*.json")]
+            phase = max(r["finished_at"] for r in records) - min(r["started_at"] for r in records)
+            results[parallel] = {"wall_s": wall, "throughput": args.rollouts / wall * 60, "rss_mb": rss,
+                                 "phase_s": phase, "phase_throughput": len(records) / phase * 60}
         helps = []
         for _ in range(5):
             start = time.perf_counter()
@@ -92,14 +97,18 @@ def main(argv: list[str] | None = None) -> None:
         first = run_cli([*common, "rollouts=1", "parallel=1", "name=first", "model.steps=[{finish: done}]"],
                         watch_first_container=True)
     table = Table(title=f"runner: {args.rollouts} rollouts x {args.steps} steps, model {args.delay:g} s per call")
-    for column in ("parallel", "wall s", "rollouts / min", "peak RSS MB"):
+    for column in ("parallel", "wall s (whole command)", "rollouts / min", "rollout phase s", "rollouts / min",
+                   "peak RSS MB"):
         table.add_column(column)
     for parallel, fig in results.items():
-        table.add_row(str(parallel), f"{fig['wall_s']:.1f}", f"{fig['throughput']:.1f}", f"{fig['rss_mb']:.0f}")
+        table.add_row(str(parallel), f"{fig['wall_s']:.1f}", f"{fig['throughput']:.1f}", f"{fig['phase_s']:.1f}",
+                      f"{fig['phase_throughput']:.1f}", f"{fig['rss_mb']:.0f}")
     console.print(table)
     ratio = results[8]["throughput"] / results[1]["throughput"]
-    console.print(f"throughput parallel=8 / parallel=1: {ratio:.2f}x (target >= 6x); "
-                  f"peak RSS at 8: {results[8]['rss_mb']:.0f} MB (target < 400 MB)")
+    phase_ratio = results[8]["phase_throughput"] / results[1]["phase_throughput"]
+    console.print(f"throughput parallel=8 / parallel=1: {phase_ratio:.2f}x over the rollout phase, {ratio:.2f}x over "
+                  f"the whole command incl. start-up (target >= 6x); peak RSS at 8: {results[8]['rss_mb']:.0f} MB "
+                  "(target < 400 MB)")
     console.print(f"`python -m runner --help`: median {statistics.median(helps):.2f} s of 5 (target < 1.5 s); "
                   f"launch to first container running: {first['first_container_s']:.2f} s")
 
