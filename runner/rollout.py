@@ -139,11 +139,16 @@ def _attempt(conf: RunConf, run_id: str, task: Task, image: str, live: Live) -> 
         worker = threading.Thread(target=loop, name=f"rollout-{task.id}-{live.index}", daemon=True)
         worker.start()
         deadline = None if limits.wall_clock_s is None else limits.wall_clock_s + GRACE_S
-        worker.join(deadline)
-        if worker.is_alive():  # the loop overran its wall clock: stop it from outside
-            live.stop_reason = live.stop_reason or "time_limit"
-            live.stop.set()
-            worker.join(GRACE_S)
+        until = None if deadline is None else time.monotonic() + deadline
+        while worker.is_alive():
+            worker.join(0.2)
+            if live.stop_reason == "interrupted":  # Ctrl-C: don't wait for a step in flight (a slow model call)
+                raise Interrupted
+            if until is not None and time.monotonic() > until:  # overran its wall clock: stop it from outside
+                live.stop_reason = live.stop_reason or "time_limit"
+                live.stop.set()
+                worker.join(GRACE_S)
+                break
         if live.stop_reason == "interrupted":
             raise Interrupted
         error = outcome.get("error")
