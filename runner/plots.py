@@ -67,7 +67,7 @@ def _heatmap(runs: list[Any], path: Path) -> str | None:
         for j, k in enumerate(ks):
             if k <= run.n:
                 grid[i, j] = metrics.suite_opt_at_k(successes_of(run), k)
-    fig, ax = plt.subplots(figsize=(1.2 + 0.8 * len(ks), 1.5 + 0.6 * len(steps)))
+    fig, ax = plt.subplots(figsize=(max(6.5, 1.5 + 0.8 * len(ks)), max(3.5, 1.5 + 0.6 * len(steps))))
     image = ax.imshow(grid, cmap="viridis", vmin=0, vmax=1, origin="lower", aspect="auto")
     for i in range(len(steps)):
         for j in range(len(ks)):
@@ -77,7 +77,7 @@ def _heatmap(runs: list[Any], path: Path) -> str | None:
     ax.set_xticks(range(len(ks)), [str(k) for k in ks])
     ax.set_yticks(range(len(steps)), [str(s) for s in steps])
     ax.set(xlabel="rollouts K", ylabel="step budget per rollout",
-           title="Opt@K by steps x rollouts (cell: Opt@K, steps x K)")
+           title="Opt@K by step budget x rollouts\n(each cell: Opt@K, and compute = steps x K)")
     fig.colorbar(image, ax=ax, label="Opt@K")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
