@@ -5,8 +5,6 @@ protocol), faults and limits, the persistent shell, the stuck rules, and replay 
 """
 from __future__ import annotations
 
-import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +23,7 @@ from scaffolds.episode import Episode, Limits
 from scaffolds.model import Model, ModelConfig
 from tests.conftest import write_task
 from tests.docker_support import client, sandbox_for, smoke_task, task_image
+from tests.scaffold_support import actions, same_effect, script_model
 
 pytestmark = pytest.mark.docker
 
@@ -53,8 +52,7 @@ def shell(shared_box: DockerSandbox) -> Iterator[PersistentShell]:
 
 
 def scripted_model(steps: list[dict[str, Any]], native: bool = True, **config: Any) -> Model:
-    return Model(ModelConfig(name="scripted/script", native_tools=native, kwargs={"extra_body": {"steps": steps}},
-                             **config))
+    return script_model(steps, native_tools=native, **config)
 
 
 def run(box: DockerSandbox, task: Task, model: Model, limits: Limits = Limits(snapshot_every=0),
@@ -62,27 +60,12 @@ def run(box: DockerSandbox, task: Task, model: Model, limits: Limits = Limits(sn
     return CodeActScaffold(CodeActConfig(**config)).run(task, box, model, limits)
 
 
-def actions(episode: Episode) -> list[dict[str, Any]]:
-    return [action for step in episode.step_records for action in step.actions]
-
-
 def observations(episode: Episode) -> list[str]:
     return [obs.text for step in episode.step_records for obs in step.observations]
 
 
-def tree_after(repo: Path, patch: str, dest: Path) -> dict[str, bytes]:
-    """The files of a fresh copy of `repo` after `git apply patch` (outside any git work tree)."""
-    shutil.copytree(repo, dest)
-    if patch.strip():
-        subprocess.run(["git", "apply", "-"], input=patch, text=True, cwd=dest, check=True,
-                       env={"PATH": "/usr/bin:/bin", "GIT_DIR": "/nonexistent"})
-    return {str(p.relative_to(dest)): p.read_bytes() for p in sorted(dest.rglob("*")) if p.is_file()}
-
-
-def assert_expert_effect(task: Task, diff: str, tmp_path: Path) -> None:
-    ours = tree_after(task.repo_dir, diff, tmp_path / "ours")
-    expert = tree_after(task.repo_dir, task.expert_patch, tmp_path / "expert")
-    assert ours == expert
+def assert_expert_effect(task: Task, diff: str) -> None:
+    assert same_effect(task, diff, task.expert_patch)
 
 
 # ---------------------------------------------------------------- pure units
@@ -133,7 +116,7 @@ def test_oracle_submits_the_expert_effect(native: bool, tiny: Task, box: DockerS
     episode = run(box, tiny, model)
     assert episode.exit_reason == "submitted", episode.exit_message
     assert episode.submission.startswith("Applied the optimization")
-    assert_expert_effect(tiny, box.diff(), tmp_path)
+    assert_expert_effect(tiny, box.diff())
     assert all(o.exit_code == 0 for s in episode.step_records for o in s.observations if o.exit_code is not None)
     if native:
         assert episode.messages[-1]["tool_calls"][0]["function"]["name"] == "finish"
@@ -160,7 +143,7 @@ def test_oracle_on_the_smoke_task(tmp_path: Path) -> None:
         make = next(o for s in episode.step_records for a, o in zip(s.actions, s.observations)
                     if "make" in str(a["arguments"]))
         assert make.exit_code == 0, make.text
-        assert_expert_effect(task, smoke_box.diff(), tmp_path)
+        assert_expert_effect(task, smoke_box.diff())
 
 
 def test_noop_leaves_an_empty_diff(tiny: Task, box: DockerSandbox) -> None:

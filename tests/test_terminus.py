@@ -17,6 +17,7 @@ from scaffolds.model import Model, ModelConfig
 from scaffolds.terminus import TerminusConfig, TerminusScaffold
 from tests.conftest import write_task
 from tests.docker_support import sandbox_for, smoke_task
+from tests.scaffold_support import bound_model, script_model
 
 pytestmark = pytest.mark.docker
 FAST = TerminusConfig(max_duration_s=0.3)  # the tiny task's commands all finish well within 0.3 s
@@ -36,11 +37,9 @@ def box(tiny: Task) -> Iterator[DockerSandbox]:
 def scripted_model(name: str, task: Task | None = None, steps: list[dict[str, Any]] | None = None,
                    trajectory: list[dict[str, Any]] | None = None) -> Model:
     if steps is not None:
-        extra = {"steps": steps}
-    else:
-        assert task is not None
-        extra = scripted.bind(name, task, trajectory=trajectory)
-    return Model(ModelConfig(name=f"scripted/{name}", kwargs={"extra_body": extra}))
+        return script_model(steps)
+    assert task is not None
+    return bound_model(f"scripted/{name}", task, **({"trajectory": trajectory} if trajectory else {}))
 
 
 def run(task: Task, box: DockerSandbox, model: Model, config: TerminusConfig = FAST,
