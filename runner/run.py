@@ -77,8 +77,9 @@ class Runner:
                                progress=lambda m: print(m, flush=True))
         importer.join()
         planned = plan(tasks, self.conf.rollouts)
-        todo = [p for p in planned if self.store.rollout(p.task.id, p.index) is None]
-        done_before = [r for p in planned if (r := self.store.rollout(p.task.id, p.index)) is not None]
+        stored = [(p, self.store.rollout(p.task.id, p.index)) for p in planned]  # read each result file once
+        todo = [p for p, record in stored if record is None]
+        done_before = [record for _, record in stored if record is not None]
         if resuming:
             print(f"resuming {self.store.root}: {len(done_before)} rollouts already finished, {len(todo)} to run"
                   + (f"; removed {removed} leftover containers" if removed else ""), flush=True)

@@ -25,10 +25,7 @@ from runner.config import ConfigError, differences, identity
 
 
 def write_json(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, default=str))
-    os.replace(tmp, path)
+    write_text(path, json.dumps(data, indent=1, default=str))
 
 
 def read_json(path: Path) -> dict[str, Any] | None:
@@ -40,7 +37,7 @@ def read_json(path: Path) -> dict[str, Any] | None:
 
 def write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # writers never share one
     tmp.write_text(text)
     os.replace(tmp, path)
 
