@@ -132,7 +132,7 @@ def remove_labelled(client: docker.DockerClient | None = None, everything: bool 
     client = client or docker_client()
     host = socket.gethostname()
     removed = 0
-    for container in client.containers.list(all=True, filters={"label": LABEL}):
+    for container in client.containers.list(all=True, filters={"label": LABEL}, ignore_removed=True):
         owner_host, _, pid = (container.labels.get(OWNER_LABEL) or "").rpartition(":")
         owned_here = owner_host == host and pid.isdigit()
         if not everything and owned_here and _process_alive(int(pid)):

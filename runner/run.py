@@ -38,8 +38,8 @@ def remove_own_containers() -> None:
     from harness.images import LABEL
     from harness.sandbox import OWNER_LABEL, docker_client, owner_id
 
-    for container in docker_client().containers.list(all=True, filters={"label": [LABEL,
-                                                                                  f"{OWNER_LABEL}={owner_id()}"]}):
+    mine = {"label": [LABEL, f"{OWNER_LABEL}={owner_id()}"]}
+    for container in docker_client().containers.list(all=True, filters=mine, ignore_removed=True):
         try:
             container.remove(force=True)
         except Exception:  # noqa: BLE001 - already gone

@@ -81,7 +81,7 @@ def results(path: Path) -> list[dict]:
 
 def containers_of(pid: int) -> list:
     """Containers started by process `pid` (other sessions may run containers of their own meanwhile)."""
-    found = client().containers.list(all=True, filters={"label": LABEL})
+    found = client().containers.list(all=True, filters={"label": LABEL}, ignore_removed=True)
     return [c for c in found if c.labels.get("optrunner.owner", "").endswith(f":{pid}")]
 
 

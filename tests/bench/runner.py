@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _first_container_of(pid: int) -> bool:
-    for container in docker_client().containers.list(filters={"label": LABEL}):
+    for container in docker_client().containers.list(filters={"label": LABEL}, ignore_removed=True):
         if container.labels.get("optrunner.owner", "").endswith(f":{pid}"):
             return True
     return False

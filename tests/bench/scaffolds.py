@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             rows["upstream mini-swe-agent"] += result["step_times_s"][1:]  # same warm-up rule as ours
             upstream_left += int(result["containers_left"])
     sdk, cli = bare_exec(image, 50)
-    ours_left = [c for c in docker_client().containers.list(all=True, filters={"label": LABEL})
+    ours_left = [c for c in docker_client().containers.list(all=True, filters={"label": LABEL}, ignore_removed=True)
                  if c.labels.get("optrunner.owner", "").endswith(f":{os.getpid()}")]
     figures = {name: _ms(values) for name, values in rows.items() if values}
     figures["Sandbox.exec('true')"] = _ms(sdk)
