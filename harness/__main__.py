@@ -75,7 +75,9 @@ def _grading_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rounds", type=int, default=5, help="timing rounds after the warm-up (default 5)")
     parser.add_argument("--mode", choices=("interleaved", "gso"), default="interleaved",
                         help="interleaved rounds on a pinned CPU (default), or GSO's sequential blocks")
-    parser.add_argument("--stat", choices=("mean", "median"), default="mean", help="per-test statistic")
+    parser.add_argument("--stat", choices=("auto", "paired", "mean", "median"), default="auto",
+                        help="per-test speedups from rounds: paired ratios (auto when interleaved) or ratios of "
+                             "each state's mean (auto in gso mode) or median")
     parser.add_argument("--p", type=float, default=0.95, help="Opt_p threshold on hm speedup over the expert")
     parser.add_argument("--out", type=Path, default=None, help="output directory (default outputs/<command>-<time>)")
 

@@ -21,6 +21,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ from harness.tasks import Task
 
 GRADER_VERSION = "1.0"
 MODES = ("interleaved", "gso")
-STATS = ("mean", "median")
+STATS = ("paired", "mean", "median")
 # round(gm, 1) >= 1.2 holds from gm = 1.15 on: the value an interval is compared with.
 OPT_BASE_EDGE = metrics.MIN_OPT_SPEEDUP - 0.05
 SPEEDUP_KEYS = ("gm_speedup_patch_base", "hm_speedup_patch_base", "gm_speedup_patch_commit",
@@ -48,7 +49,7 @@ Log = Callable[[str], None]
 class GradeConfig:
     rounds: int = 5
     mode: str = "interleaved"
-    stat: str = "mean"  # per-test statistic over rounds
+    stat: str = "auto"  # how rounds become per-test numbers: paired | mean | median; auto = paired, gso: mean
     p: float = metrics.DEFAULT_P
     bootstrap: int = 2000
     seed: int = 0
@@ -57,16 +58,22 @@ class GradeConfig:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"timing mode must be one of {MODES}, got {self.mode!r}")
+        if self.stat == "auto":  # GSO's mean in gso mode, so that mode reproduces GSO
+            object.__setattr__(self, "stat", "paired" if self.mode == "interleaved" else "mean")
+        if self.stat == "paired" and self.mode != "interleaved":
+            raise ValueError("the paired statistic needs interleaved timing (gso mode times the states apart)")
         if self.stat not in STATS:
             raise ValueError(f"statistic must be one of {STATS}, got {self.stat!r}")
         if self.rounds < 1:
             raise ValueError(f"rounds must be at least 1, got {self.rounds}")
 
     def limits(self) -> SandboxLimits:
-        cpus = os.cpu_count() or 1
-        if self.mode == "gso":  # GSO: no pinning, no CPU cap
-            return SandboxLimits(cpus=float(cpus), memory=self.memory)
-        return SandboxLimits(cpus=1.0, memory=self.memory, cpuset=str(cpus - 1))
+        """Containers start with every CPU, so the three states build in parallel."""
+        return SandboxLimits(cpus=float(os.cpu_count() or 1), memory=self.memory)
+
+    def timing_cpuset(self) -> str | None:
+        """The one CPU all timing runs share in interleaved mode; GSO pins nothing."""
+        return str((os.cpu_count() or 1) - 1) if self.mode == "interleaved" else None
 
 
 class _Stop(Exception):
@@ -124,44 +131,61 @@ def config_fields(config: GradeConfig) -> dict[str, Any]:
 
 def _prepare(task: Task, patch: str, image: str, config: GradeConfig, report: dict[str, Any],
              boxes: list[DockerSandbox], log: Log) -> list[CodeState]:
-    limits = config.limits()
+    """Start, patch and build the three states in parallel; then check them in GSO's status order."""
 
     def start(name: str, code: str | None) -> CodeState:
-        box = DockerSandbox.start(image, limits, labels={"optrunner.role": f"grade-{name}"})
+        box = DockerSandbox.start(image, config.limits(), labels={"optrunner.role": f"grade-{name}"})
         boxes.append(box)
-        return prepare_state(name, box, task, code)
+        state = prepare_state(name, box, task, code)
+        if name == "base":
+            for test in state.tests:
+                run_test_script(state, test, "reference", task.test_timeout)
+        return state
 
-    log(f"[{task.id}] base: reference run")
+    log(f"[{task.id}] base: reference run; expert and patch: apply, build, equivalence (in parallel)")
+    with ThreadPoolExecutor(3, thread_name_prefix="grade-prepare") as pool:
+        base_f = pool.submit(start, "base", None)
+        expert_f, patch_f = (pool.submit(start, name, code) for name, code in
+                             (("commit", task.expert_patch), ("patch", patch)))
+        # The equivalence runs need the base's reference results; they double as the warm-up.
+        expert_eq, patch_eq = (pool.submit(_eqcheck, base_f, state_f, task) for state_f in (expert_f, patch_f))
+    cpuset = config.timing_cpuset()
+    if cpuset is not None:  # timing runs share one CPU
+        for box in boxes:
+            box.pin(cpuset)
+    # Outcomes in GSO's status order.
     try:
-        base = start("base", None)
-        for test in base.tests:
-            run_test_script(base.sandbox, test, "reference", task.test_timeout)
+        base = base_f.result()
     except StepFailed as err:
         raise _Stop("base_failed", _reason(err, "base")) from None
     report["base_successfully_run"] = True
-    log(f"[{task.id}] expert: apply, build, equivalence")
     try:
-        expert = start("commit", task.expert_patch)
-        _eqcheck(base, expert, task)
+        expert = expert_eq.result()
     except StepFailed as err:  # the task itself is broken on this machine, not the rollout
         raise _Stop("error", _reason(err, "expert")) from None
-    log(f"[{task.id}] patch: apply, build, equivalence")
     try:
-        patched = start("patch", patch)
+        patched = patch_f.result()
     except StepFailed as err:
         raise _Stop("patch_failed", _reason(err, "patch")) from None
     report["patch_successfully_applied"] = True
     try:
-        _eqcheck(base, patched, task)
+        patch_eq.result()
     except StepFailed as err:
         raise _Stop("test_failed", _reason(err, "patch")) from None
     return [base, patched, expert]
 
 
-def _eqcheck(base: CodeState, other: CodeState, task: Task) -> None:
+def _eqcheck(base_f: Future[CodeState], other_f: Future[CodeState], task: Task) -> CodeState:
+    """Once both states are ready: check `other`'s results against the base's reference results."""
+    other = other_f.result()
+    try:
+        base = base_f.result()
+    except StepFailed:
+        return other  # the base's failure is reported first, from its own future
     copy_references(base.sandbox, other.sandbox)
     for test in other.tests:
-        run_test_script(other.sandbox, test, "eqcheck", task.test_timeout)
+        run_test_script(other, test, "eqcheck", task.test_timeout)
+    return other
 
 
 def _time_rounds(task: Task, states: list[CodeState], config: GradeConfig,
@@ -170,10 +194,11 @@ def _time_rounds(task: Task, states: list[CodeState], config: GradeConfig,
     tests = states[0].tests
     times: dict[str, dict[str, list[float]]] = {s.name: {t: [] for t in tests} for s in states}
     if config.mode == "interleaved":
-        # Cycle through all 6 orders of the 3 states, so each state runs first, last, and right
-        # after each other state equally often: a run is slowed by what ran just before it (a
-        # plain rotation always put the patch right after the base).
-        orders = list(itertools.permutations(states))
+        # The machine's speed drifts over seconds, so the patch and the expert, whose ratio decides
+        # opt_commit, always run back to back. Cycling through the 4 orders that keep them together
+        # puts each state first and last, and before and after each other state, equally often
+        # (a run is slowed by what ran just before it).
+        orders = [o for o in itertools.permutations(states) if abs(o.index(states[1]) - o.index(states[2])) == 1]
         schedule = [(r, test, state) for r in range(config.rounds) for i, test in enumerate(tests)
                     for state in orders[(r * len(tests) + i) % len(orders)]]
     else:  # GSO: all base runs, then all patch runs, then all expert runs
@@ -181,26 +206,44 @@ def _time_rounds(task: Task, states: list[CodeState], config: GradeConfig,
     log(f"[{task.id}] timing: {len(schedule)} runs ({config.mode})")
     for _r, test, state in schedule:
         try:
-            times[state.name][test].append(run_test_script(state.sandbox, test, None, task.test_timeout))
+            times[state.name][test].append(run_test_script(state, test, None, task.test_timeout))
         except StepFailed as err:
             status = {"base": "base_failed", "patch": "test_failed"}.get(state.name, "error")
             raise _Stop(status, _reason(err, state.name)) from None
     return times
 
 
-def _per_test(values: np.ndarray, stat: str) -> np.ndarray:
-    return np.median(values, axis=-1) if stat == "median" else np.mean(values, axis=-1)
+# The speedups of the report: (numerator state, denominator state) of each ratio of times.
+RATIOS = {"patch_base": ("base", "patch"), "patch_commit": ("commit", "patch"), "commit_base": ("base", "commit")}
+
+
+def estimates(arrays: dict[str, np.ndarray], stat: str) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Per-test times and per-test speedups from round times; arrays are (tests, ..., rounds).
+
+    mean/median: the statistic of each state's times, speedups are their ratios (GSO: mean).
+    paired: each round's ratio of two runs made close together, then the median over rounds, so
+    drift in the machine's speed cancels out of the ratio; per-test times are medians.
+    """
+    reduce = np.mean if stat == "mean" else np.median
+    times = {name: reduce(values, axis=-1) for name, values in arrays.items()}
+    if stat == "paired":
+        speedups = {key: np.median(arrays[a] / arrays[b], axis=-1) for key, (a, b) in RATIOS.items()}
+    else:
+        speedups = {key: times[a] / times[b] for key, (a, b) in RATIOS.items()}
+    return times, speedups
 
 
 def _verdicts(report: dict[str, Any], names: list[str], times: dict[str, dict[str, list[float]]],
               tests: tuple[str, ...], config: GradeConfig) -> None:
     arrays = {name: np.array([times[name][t] for t in tests]) for name in names}  # (tests, rounds)
-    base, patch, commit = (_per_test(arrays[n], config.stat).tolist() for n in ("base", "patch", "commit"))
-    stats = metrics.opt_stats(base, patch, commit)
+    per_test, speedups = estimates(arrays, config.stat)
+    base, patch, commit = (per_test[n].tolist() for n in ("base", "patch", "commit"))
+    pb, pc, cb = (speedups[k].tolist() for k in RATIOS)
+    stats = metrics.opt_stats_from(pb, pc, cb, base, patch, commit)
     report.update(
         test_passed=True, tests=list(tests), base_times=base, patch_times=patch, commit_times=commit,
         round_times={n: {t: times[n][t] for t in tests} for n in names},
-        opt_base=metrics.opt_base(base, patch), opt_commit=metrics.opt_p(base, patch, commit, config.p),
+        opt_base=metrics.opt_base_from(pb, base, patch), opt_commit=metrics.opt_p_from(pb, pc, base, patch, config.p),
         opt_stats=stats.as_dict(),
     )
     report["score"] = (metrics.log_stretch_score(stats.gm_speedup_patch_base, stats.gm_speedup_commit_base)
@@ -223,14 +266,13 @@ def _bootstrap(arrays: dict[str, np.ndarray], config: GradeConfig) -> dict[str, 
     rounds = arrays["base"].shape[1]
     joint = rng.integers(0, rounds, size=(config.bootstrap, rounds))
 
-    def resampled(name: str) -> np.ndarray:  # (tests, bootstrap)
-        idx = joint if config.mode == "interleaved" else rng.integers(0, rounds, size=(config.bootstrap, rounds))
-        return _per_test(arrays[name][:, idx], config.stat)
+    def draw() -> np.ndarray:  # GSO's states were timed apart, so each is resampled on its own
+        return joint if config.mode == "interleaved" else rng.integers(0, rounds, size=(config.bootstrap, rounds))
 
-    base, patch, commit = resampled("base"), resampled("patch"), resampled("commit")
-    ratios = {"patch_base": base / patch, "patch_commit": commit / patch, "commit_base": base / commit}
+    resampled = {name: values[:, draw()] for name, values in arrays.items()}  # (tests, bootstrap, rounds)
+    _times, speedups = estimates(resampled, config.stat)
     out = {}
-    for key, ratio in ratios.items():
+    for key, ratio in speedups.items():  # (tests, bootstrap)
         gm = np.exp(np.mean(np.log(ratio), axis=0))
         hm = ratio.shape[0] / np.sum(1.0 / ratio, axis=0)
         for kind, values in (("gm", gm), ("hm", hm)):

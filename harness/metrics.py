@@ -73,18 +73,37 @@ class OptStats:
 
 def opt_stats(base: Sequence[float], patch: Sequence[float], commit: Sequence[float]) -> OptStats:
     """From per-test times of the three code states (commit = the expert's optimization)."""
-    pb, pc, cb = speedups(base, patch), speedups(commit, patch), speedups(base, commit)
+    return opt_stats_from(speedups(base, patch), speedups(commit, patch), speedups(base, commit), base, patch, commit)
+
+
+def opt_stats_from(pb: Sequence[float], pc: Sequence[float], cb: Sequence[float], base: Sequence[float],
+                   patch: Sequence[float], commit: Sequence[float]) -> OptStats:
+    """The same block from per-test speedups measured some other way (patch over base, patch over
+    commit, commit over base) and the per-test times they go with."""
+    pb, pc, cb = list(pb), list(pc), list(cb)
     return OptStats(gm(pb), hm(pb), gm(pc), hm(pc), gm(cb), hm(cb), pb, mean(base), mean(patch), mean(commit))
 
 
 def opt_base(base: Sequence[float], patch: Sequence[float], min_speedup: float = MIN_OPT_SPEEDUP) -> bool:
     """GSO: the patch is faster on average and its gm speedup, rounded to one decimal, reaches 1.2."""
-    return mean(base) > mean(patch) and round(gm(speedups(base, patch)), 1) >= min_speedup
+    return opt_base_from(speedups(base, patch), base, patch, min_speedup)
+
+
+def opt_base_from(pb: Sequence[float], base: Sequence[float], patch: Sequence[float],
+                  min_speedup: float = MIN_OPT_SPEEDUP) -> bool:
+    """opt_base with the per-test speedups `pb` (patch over base) given."""
+    return mean(base) > mean(patch) and round(gm(pb), 1) >= min_speedup
 
 
 def opt_p(base: Sequence[float], patch: Sequence[float], commit: Sequence[float], p: float = DEFAULT_P) -> bool:
     """GSO's Opt_p: opt_base and the hm speedup over the expert strictly above p (Opt = Opt_0.95)."""
-    return opt_base(base, patch) and hm(speedups(commit, patch)) > p
+    return opt_p_from(speedups(base, patch), speedups(commit, patch), base, patch, p)
+
+
+def opt_p_from(pb: Sequence[float], pc: Sequence[float], base: Sequence[float], patch: Sequence[float],
+               p: float = DEFAULT_P) -> bool:
+    """Opt_p with the per-test speedups given: `pb` patch over base, `pc` patch over commit."""
+    return opt_base_from(pb, base, patch) and hm(pc) > p
 
 
 # ---------------------------------------------------------------- AutoLab score

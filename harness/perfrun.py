@@ -13,6 +13,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.processes import FreshProcesses
 from harness.sandbox import Sandbox
 from harness.tasks import Task
 
@@ -29,6 +30,7 @@ APPLY_CASCADE = (
     "git apply --verbose --reject {p}",
     "patch --batch --fuzz=5 -p1 -i {p}",
 )
+_FILE_SEP = "\x1eoptrunner-timing-file\x1e"  # between a test's own output and its timing file
 _TIME_LINE = re.compile(r"Execution time:\s*([0-9.eE+-]+)\s*s")
 
 
@@ -87,29 +89,26 @@ def install_tests(sandbox: Sandbox, task: Task) -> list[str]:
     return [p.name for p in task.test_files]
 
 
-def run_test_script(sandbox: Sandbox, test: str, mode: str | None, timeout: float,
-                    cpu: int | None = None) -> float:
+def run_test_script(state: "CodeState", test: str, mode: str | None, timeout: float) -> float:
     """Run one hidden test as a fresh process; returns the mean of its `Execution time:` lines.
 
     mode: "reference" stores the result, "eqcheck" compares with the stored one, None only times.
+    The timing file is printed after a separator by the same command, which saves a round trip.
     """
     stem = test.removesuffix(".py")
     out = f"/tmp/.time_{stem}.txt"
     flag = f"--{mode}" if mode else ""
-    pin = f"taskset -c {cpu} " if cpu is not None else ""
-    cmd = (f"rm -f {out} && cd {HIDDEN_DIR} && {pin}python3 {shlex.quote(test)} {out} {flag} "
-           f"--file_prefix {REF_DIR}/{stem}")
-    # A fixed hash seed: string hashing otherwise changes dict/set layouts, and so timings, per process.
-    done = sandbox.exec(cmd, timeout=timeout, env={"PYTHONHASHSEED": "0"})
+    cmd = (f"rm -f {out} && cd {HIDDEN_DIR} && python3 {shlex.quote(test)} {out} {flag} "
+           f"--file_prefix {REF_DIR}/{stem} && printf '\\036optrunner-timing-file\\036' && cat {out}")
+    done = state.procs.run(cmd, timeout)
+    output, sep, text = done.output.rpartition(_FILE_SEP)
     if done.timed_out:
         raise StepFailed(f"test {test} (timeout after {timeout:g}s)", done.output)
-    if done.exit_code != 0:
+    if not sep:
         what = "equivalence check" if mode == "eqcheck" and "AssertionError" in done.output else "run"
         raise StepFailed(f"test {test} ({what})", done.output)
-    try:
-        text = sandbox.read_file(out).decode("utf-8", errors="replace")
-    except FileNotFoundError:
-        raise StepFailed(f"test {test}", "it wrote no timing file") from None
+    if done.exit_code != 0:
+        raise StepFailed(f"test {test}", f"it wrote no timing file\n{output}")
     times = [float(m.group(1)) for m in _TIME_LINE.finditer(text)]
     if not times:
         raise StepFailed(f"test {test}", f"no 'Execution time:' line in its output file: {text[:200]!r}")
@@ -127,14 +126,23 @@ def copy_references(source: Sandbox, target: Sandbox) -> int:
 
 @dataclass(frozen=True)
 class CodeState:
-    """A container holding one version of the code (base, expert or a rollout's patch), ready to time."""
+    """A container holding one version of the code (base, expert or a rollout's patch), ready to time.
+
+    Test runs go through `procs`, one launcher per container: a fresh process each, no `docker exec`.
+    """
     name: str
     sandbox: Sandbox
     tests: tuple[str, ...]
+    procs: FreshProcesses
+
+    def close(self) -> None:
+        self.procs.close()
 
 
 def prepare_state(name: str, sandbox: Sandbox, task: Task, patch: str | None) -> CodeState:
     if patch:
         apply_patch(sandbox, patch)
         install(sandbox, task)
-    return CodeState(name, sandbox, tuple(install_tests(sandbox, task)))
+    tests = tuple(install_tests(sandbox, task))
+    # A fixed hash seed: string hashing otherwise changes dict/set layouts, and so timings, per process.
+    return CodeState(name, sandbox, tests, FreshProcesses(sandbox, {"PYTHONHASHSEED": "0"}, login=False))

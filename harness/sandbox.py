@@ -393,6 +393,10 @@ git diff --cached --no-color --no-renames {self.base_commit} > /tmp/.optrunner.d
             raise RuntimeError(f"git diff failed in the sandbox: {done.output.strip()[-500:]}")
         return self.read_file("/tmp/.optrunner.diff").decode("utf-8", errors="replace")
 
+    def pin(self, cpuset: str) -> None:
+        """Move the running container (and every process in it) onto these CPUs, e.g. "1"."""
+        self.container.update(cpuset_cpus=cpuset)
+
     # -- lifetime
 
     def close(self) -> None:

@@ -124,7 +124,7 @@ def test_aggressive_variant_and_bad_config(task: Task, tmp_path: Path) -> None:
 def test_launcher_keeps_bytes_and_restarts_when_killed(task: Task) -> None:
     from harness.sandbox import DockerSandbox
     from scaffolds.mini_swe.agent import COMMAND_ENV
-    from scaffolds.mini_swe.commands import FreshProcesses
+    from harness.processes import FreshProcesses
     from tests.docker_support import client, task_image
 
     with DockerSandbox.start(task_image(task), client=client()) as box:

@@ -58,9 +58,9 @@ def test_expert_passes_eqcheck_against_base_reference(task: Task, boxes: list[Do
     base = prepare_state("base", boxes[0], task, None)
     expert = prepare_state("expert", boxes[1], task, task.expert_patch)
     assert base.tests == ("test_sum.py",)
-    assert run_test_script(base.sandbox, "test_sum.py", "reference", 60) > 0
+    assert run_test_script(base, "test_sum.py", "reference", 60) > 0
     assert copy_references(base.sandbox, expert.sandbox) == 1
-    assert run_test_script(expert.sandbox, "test_sum.py", "eqcheck", 60) > 0
+    assert run_test_script(expert, "test_sum.py", "eqcheck", 60) > 0
     assert expert.sandbox.exec("grep -c 'sum(xs)' tiny/__init__.py").output.strip() == "1"
 
 
@@ -69,10 +69,10 @@ def test_expert_passes_eqcheck_against_base_reference(task: Task, boxes: list[Do
 def test_bad_patches_fail_the_named_step(task: Task, boxes: list[DockerSandbox], patch: str, step: str) -> None:
     base = prepare_state("base", boxes[0], task, None)
     other = prepare_state("patch", boxes[1], task, patch)
-    run_test_script(base.sandbox, "test_sum.py", "reference", 60)
+    run_test_script(base, "test_sum.py", "reference", 60)
     copy_references(base.sandbox, other.sandbox)
     with pytest.raises(StepFailed) as err:
-        run_test_script(other.sandbox, "test_sum.py", "eqcheck", 3)
+        run_test_script(other, "test_sum.py", "eqcheck", 3)
     assert step in err.value.step
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from harness.sandbox import TESTBED, Sandbox
 from harness.tasks import Task
-from scaffolds.mini_swe.commands import FreshProcesses
+from harness.processes import FreshProcesses
 from scaffolds.episode import (Episode, EpisodeEnd, FormatErrors, Limits, Observation, Recorder, Submitted,
                                render_template, task_vars)
 from scaffolds.model import Model, ModelReply, ToolCall, parse_arguments, tool_result

@@ -89,17 +89,17 @@ def bench_task(task: Task, image: str, rounds: int, cpuset: str) -> list[dict[st
                   prepare_state("expert", boxes[1], task, task.expert_patch)]
         base, expert = states
         for test in base.tests:  # warm-up runs, which also store and check the reference results
-            run_test_script(base.sandbox, test, "reference", task.test_timeout)
+            run_test_script(base, test, "reference", task.test_timeout)
         copy_references(base.sandbox, expert.sandbox)
         for test in expert.tests:
-            run_test_script(expert.sandbox, test, "eqcheck", task.test_timeout)
+            run_test_script(expert, test, "eqcheck", task.test_timeout)
         times: dict[tuple[str, str], list[float]] = {}
         for r in range(rounds):
             for test in base.tests:
                 order: list[CodeState] = states if r % 2 == 0 else states[::-1]
                 for state in order:
                     times.setdefault((test, state.name), []).append(
-                        run_test_script(state.sandbox, test, None, task.test_timeout))
+                        run_test_script(state, test, None, task.test_timeout))
         rows = []
         for test in base.tests:
             b, e = statistics.fmean(times[(test, "base")]), statistics.fmean(times[(test, "expert")])

@@ -7,7 +7,10 @@ from perfkit import load_result, store_result  # noqa: F401  (pickle storage)
 def random_image(rng, shape, dtype):
     """Smooth-ish synthetic image: a gradient plus texture plus noise."""
     h, w = shape[0], shape[1]
-    yy, xx = np.mgrid[0:h, 0:w].astype(np.float64)
+    # Separable, so computed on one row and one column and broadcast: the same values as on a full
+    # mgrid, at a fraction of the (untimed, but paid on every run) setup cost.
+    xx = np.arange(w, dtype=np.float64)[None, :]
+    yy = np.arange(h, dtype=np.float64)[:, None]
     base = 0.5 + 0.25 * np.sin(xx / 17.0) * np.cos(yy / 23.0) + 0.15 * (xx / max(w, 1))
     if len(shape) == 3:
         base = np.repeat(base[:, :, None], shape[2], axis=2)

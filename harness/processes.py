@@ -1,13 +1,13 @@
-"""Running each of the agent's commands as a fresh `bash -lc` process, without a `docker exec` per command.
+"""Fresh processes in a sandbox, each started without a `docker exec` of its own.
 
-mini-swe-agent starts every command as a new process (nothing carries over from one command to the
-next). That is what the agent sees, and it is kept: but starting it through `docker exec` costs ~60 ms
-of Docker API round trips per step. Instead one small launcher loop runs in the container for the
-whole episode, on an open exec stream; for each command it starts a fresh
-`timeout -k 5 T bash -lc CMD` in /testbed (stdin from /dev/null, stderr merged into stdout) and then
-writes a marker carrying the exit code. A command is sent base64-encoded on one line, so any bytes
-survive. If the launcher wedges or dies, it is restarted; if no stream can be opened, `sandbox.exec`
-is used instead.
+Both the mini-swe-agent style scaffold (every command a new `bash -lc`) and the grader (every timed
+test run a new Python process) need a fresh process per command. Starting each through `docker exec`
+costs ~70 ms of Docker API round trips, more than some timed experiments take. Instead one small
+launcher loop runs in the container on an open exec stream; for each command it starts a fresh
+`timeout -k 5 T bash FLAGS CMD` in the working directory (stdin from /dev/null, stderr merged into
+stdout) and then writes a marker carrying the exit code. A command is sent base64-encoded on one
+line, so any bytes survive. If the launcher wedges or dies, it is restarted; if no stream can be
+opened, `sandbox.exec` is used instead.
 """
 from __future__ import annotations
 
@@ -24,23 +24,28 @@ MAX_OUTPUT = 1_000_000  # bytes kept per command: the head and the tail halves
 LAUNCHER = r"""
 while IFS=' ' read -r id t b64; do
   printf '%s' "$b64" | base64 -d > /tmp/.optrunner-cmd
-  ( cd "$WORKDIR" && exec timeout -k KILL "$t" bash -lc "$(cat /tmp/.optrunner-cmd)" ) < /dev/null 2>&1
+  ( cd "$WORKDIR" && exec timeout -k KILL "$t" bash $SHELL_FLAGS "$(cat /tmp/.optrunner-cmd)" ) < /dev/null 2>&1
   printf '\036optrunner-done:%s:%d\036' "$id" "$?"
 done
 """.replace("KILL", f"{KILL_GRACE:g}")
 
 
 class FreshProcesses:
-    """Runs commands, each in a new `bash -lc` process, over one long-lived launcher."""
+    """Runs commands, each in a new bash process, over one long-lived launcher.
 
-    def __init__(self, sandbox: Sandbox, env: dict[str, str], workdir: str = TESTBED) -> None:
+    login=True runs `bash -lc` (what an agent's shell gets), False a plain `bash -c`.
+    """
+
+    def __init__(self, sandbox: Sandbox, env: dict[str, str], workdir: str = TESTBED, login: bool = True) -> None:
         self.sandbox, self.env, self.workdir = sandbox, env, workdir
+        self.flags = "-lc" if login else "-c"
         self._stream: Any = None
 
     def _open(self) -> Any:
         if self._stream is None:
             self._stream = self.sandbox.open_stream(["bash", "--noprofile", "--norc", "-c", LAUNCHER], tty=False,
-                                                    env={**self.env, "WORKDIR": self.workdir}, workdir=self.workdir)
+                                                    env={**self.env, "WORKDIR": self.workdir,
+                                                                 "SHELL_FLAGS": self.flags}, workdir=self.workdir)
         return self._stream
 
     def run(self, command: str, timeout: float) -> ExecResult:
