@@ -72,7 +72,7 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
 
 
 def _grading_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--rounds", type=int, default=5, help="timing rounds after the warm-up (default 5)")
+    parser.add_argument("--rounds", type=int, default=7, help="timing rounds after the warm-up (default 7)")
     parser.add_argument("--mode", choices=("interleaved", "gso"), default="interleaved",
                         help="interleaved rounds on a pinned CPU (default), or GSO's sequential blocks")
     parser.add_argument("--stat", choices=("auto", "paired", "mean", "median"), default="auto",

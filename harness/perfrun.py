@@ -133,10 +133,7 @@ class CodeState:
     name: str
     sandbox: Sandbox
     tests: tuple[str, ...]
-    procs: FreshProcesses
-
-    def close(self) -> None:
-        self.procs.close()
+    procs: FreshProcesses  # its stream ends with the container
 
 
 def prepare_state(name: str, sandbox: Sandbox, task: Task, patch: str | None) -> CodeState:

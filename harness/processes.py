@@ -43,9 +43,9 @@ class FreshProcesses:
 
     def _open(self) -> Any:
         if self._stream is None:
+            env = {**self.env, "WORKDIR": self.workdir, "SHELL_FLAGS": self.flags}
             self._stream = self.sandbox.open_stream(["bash", "--noprofile", "--norc", "-c", LAUNCHER], tty=False,
-                                                    env={**self.env, "WORKDIR": self.workdir,
-                                                                 "SHELL_FLAGS": self.flags}, workdir=self.workdir)
+                                                    env=env, workdir=self.workdir)
         return self._stream
 
     def run(self, command: str, timeout: float) -> ExecResult:

@@ -84,7 +84,7 @@ class ExecutorConf:
 
 @dataclass
 class GradingConf:
-    rounds: int = 5
+    rounds: int = 7
     mode: str = "interleaved"
     stat: str = "auto"
     p: float = 0.95

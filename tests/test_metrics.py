@@ -68,6 +68,20 @@ def test_opt_stats_block() -> None:
     assert stats.base_mean == 6.5 and stats.patch_mean == 2.5
 
 
+def test_verdicts_from_given_speedups() -> None:
+    # Times say gm 2.0 over base; the speedups measured round by round say 1.1: those decide.
+    base, patch, commit = [4.0, 4.0], [2.0, 2.0], [2.0, 2.0]
+    assert m.opt_base(base, patch) and not m.opt_base_from([1.1, 1.1], base, patch)
+    assert m.opt_p_from([1.3, 1.3], [0.96, 0.96], base, patch)
+    assert not m.opt_p_from([1.3, 1.3], [0.9, 0.9], base, patch)
+    assert not m.opt_base_from([3.0], [1.0], [2.0])  # GSO's mean-time condition still applies
+    stats = m.opt_stats_from([2.0, 8.0], [1.0, 0.5], [2.0, 16.0], base, patch, commit)
+    assert stats.gm_speedup_patch_base == pytest.approx(4.0) and stats.hm_speedup_patch_commit == pytest.approx(2 / 3)
+    assert stats.per_test_speedups == [2.0, 8.0] and stats.base_mean == 4.0
+    assert m.opt_stats_from(*(m.speedups(*pair) for pair in ((base, patch), (commit, patch), (base, commit))),
+                            base, patch, commit) == m.opt_stats(base, patch, commit)
+
+
 def test_log_stretch_score() -> None:
     assert m.log_stretch_score(4.0, 4.0) == pytest.approx(0.5)  # matches the expert
     assert m.log_stretch_score(2.0, 4.0) == pytest.approx(0.25)

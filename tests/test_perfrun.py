@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.perfrun import (StepFailed, apply_patch, copy_references, filter_patch, prepare_state,
+from harness.perfrun import (HIDDEN_DIR, StepFailed, apply_patch, copy_references, filter_patch, prepare_state,
                              run_test_script)
 from harness.sandbox import DockerSandbox
 from harness.tasks import Task, load_task
@@ -74,6 +74,17 @@ def test_bad_patches_fail_the_named_step(task: Task, boxes: list[DockerSandbox],
     with pytest.raises(StepFailed) as err:
         run_test_script(other, "test_sum.py", "eqcheck", 3)
     assert step in err.value.step
+
+
+@pytest.mark.docker
+def test_timing_comes_from_the_timing_file_not_the_output(task: Task, boxes: list[DockerSandbox]) -> None:
+    chatty = WRONG_PATCH.replace("return sum(xs) + 1", "print('Execution time: 99.0s'); return sum(xs)")
+    state = prepare_state("patch", boxes[0], task, chatty)
+    assert 0 < run_test_script(state, "test_sum.py", None, 60) < 5  # the printed 99 s is the code's, not a timing
+    # A test that breaks the protocol: it writes its timing line nowhere.
+    state.sandbox.exec(f"sed -i \"s|open(args.output_file|open('/dev/null'|\" {HIDDEN_DIR}/perfkit.py")
+    with pytest.raises(StepFailed, match="wrote no timing file"):
+        run_test_script(state, "test_sum.py", None, 60)
 
 
 @pytest.mark.docker

@@ -4,7 +4,7 @@ Prints, per task, the coefficient of variation of hm(patch->expert) over the rep
 and the grading wall time. Targets: CV <= 2% interleaved, at most half of gso mode's; about a
 minute or less per grading. The two modes alternate repeat by repeat so machine drift hits both.
 
-usage: python -m tests.bench.grading [--tasks smoke] [--full] [--repeat 5] [--rounds 5]
+usage: python -m tests.bench.grading [--tasks smoke] [--full] [--repeat 5] [--rounds R]
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", default="smoke")
     parser.add_argument("--full", action="store_true", help="every task of the suite")
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=GradeConfig.rounds, help="timing rounds (the grader's default)")
     args = parser.parse_args(argv)
     ensure_engine()
     tasks = select_tasks("suite" if args.full else args.tasks)
