@@ -42,8 +42,6 @@ MODES = ("interleaved", "gso")
 STATS = ("paired", "mean", "median")
 # round(gm, 1) >= 1.2 holds from gm = 1.15 on: the value an interval is compared with.
 OPT_BASE_EDGE = metrics.MIN_OPT_SPEEDUP - 0.05
-SPEEDUP_KEYS = ("gm_speedup_patch_base", "hm_speedup_patch_base", "gm_speedup_patch_commit",
-                "hm_speedup_patch_commit", "gm_speedup_commit_base", "hm_speedup_commit_base")
 
 Log = Callable[[str], None]
 
@@ -66,7 +64,7 @@ class GradeConfig:
         if self.stat == "paired" and self.mode != "interleaved":
             raise ValueError("the paired statistic needs interleaved timing (gso mode times the states apart)")
         if self.stat not in STATS:
-            raise ValueError(f"statistic must be one of {STATS}, got {self.stat!r}")
+            raise ValueError(f"statistic must be auto or one of {STATS}, got {self.stat!r}")
         if self.rounds < 1:
             raise ValueError(f"rounds must be at least 1, got {self.rounds}")
 
