@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 docker:
-	@$(PYTHON) -m harness.docker_engine
+	@$(PYTHON) -m harness.sandbox.docker.engine
 
 images: venv docker
 	$(PY) -m harness build --tasks $(TASKS)

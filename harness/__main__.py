@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING, Callable
 from rich.console import Console
 from rich.table import Table
 
-from harness.docker_engine import DockerUnavailable, ensure_engine
-from harness.predictions import PredictionsError
+from harness.grader.predictions import PredictionsError
+from harness.sandbox.interface import DEFAULT_BASE_IMAGE as BASE_IMAGE
+from harness.sandbox.interface import ImageBuildError, SandboxError
+from harness.sandbox.providers import SandboxProvider, provider
 from harness.tasks import Task, TaskError, select_tasks
 
 if TYPE_CHECKING:
-    from harness.grading import GradeConfig
+    from harness.grader.config import GradeConfig
 
 console = Console(stderr=True, highlight=False, soft_wrap=True)  # log lines, never re-wrapped
 
@@ -47,25 +49,26 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     return 0
 
 
-def _docker():
-    ensure_engine()
-    from harness.sandbox import docker_client
-    return docker_client()
+def _sandboxes() -> SandboxProvider:
+    sandboxes = provider("docker")
+    sandboxes.ensure_ready()
+    return sandboxes
+
+
+def _build_log(msg: str) -> None:
+    console.print(f"[dim]build[/] {msg}")
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from harness.images import BaseImageSpec, ensure_images
     tasks = select_tasks(args.tasks)
-    tags = ensure_images(_docker(), tasks, BaseImageSpec(base=args.base_image),
-                         progress=lambda msg: console.print(f"[dim]build[/] {msg}"))
+    tags = _sandboxes().ensure_images(tasks, args.base_image, progress=_build_log)
     for task_id, tag in tags.items():
         print(f"{task_id}\t{tag}")
     return 0
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
-    from harness.sandbox import remove_labelled
-    removed = remove_labelled(_docker(), everything=args.all)
+    removed = _sandboxes().cleanup("all" if args.all else "orphans")
     which = "labelled 'optrunner'" if args.all else "left behind by processes that are gone"
     console.print(f"removed {removed} container(s) {which}")
     return 0
@@ -84,13 +87,12 @@ def _grading_args(parser: argparse.ArgumentParser) -> None:
 
 def _grading_setup(args: argparse.Namespace, tasks: list[Task],
                    command: str) -> tuple[GradeConfig, dict[str, str], Path]:
-    from harness.grading import GradeConfig
-    from harness.images import BaseImageSpec, ensure_images
+    from harness.grader.config import GradeConfig
     try:
         config = GradeConfig(rounds=args.rounds, mode=args.mode, stat=args.stat, p=args.p)
     except ValueError as err:
         raise TaskError(f"bad grading option: {err}") from None
-    images = ensure_images(_docker(), tasks, BaseImageSpec(), progress=lambda m: console.print(f"[dim]build[/] {m}"))
+    images = _sandboxes().ensure_images(tasks, BASE_IMAGE, progress=_build_log)
     out = args.out or Path("outputs") / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}"
     return config, images, out
 
@@ -100,7 +102,7 @@ def _fmt_interval(values: list[float] | None) -> str:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from harness.evaluate import validate
+    from harness.grader.batch import validate
     tasks = select_tasks(args.tasks)
     if not tasks:
         raise TaskError(f"--tasks {args.tasks}: matches no tasks")
@@ -136,8 +138,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    from harness.evaluate import grade_predictions
-    from harness.predictions import load_predictions
+    from harness.grader.batch import grade_predictions
+    from harness.grader.predictions import load_predictions
     tasks = select_tasks(args.tasks)
     if not tasks:
         raise TaskError(f"--tasks {args.tasks}: matches no tasks")
@@ -148,9 +150,11 @@ def cmd_grade(args: argparse.Namespace) -> int:
     config, images, out = _grading_setup(args, [t for t in tasks if t.id in wanted], "grade")
     summary = grade_predictions(rollouts, graded_tasks, images, config, out,
                                 log=lambda m: console.print(f"[dim]{m}"))
-    k = summary["rollouts"]
-    print(f"Opt@1 {summary['opt_at_1']:.3f}" + (f"  Opt@{k} {summary[f'opt_at_{k}']:.3f}" if k > 1 else "")
-          + f"  over {summary['tasks']} tasks; statuses {summary['statuses']}; reports in {out}")
+    k = str(summary["rollouts"])
+    line = f"Opt@1 {summary['opt_at_k']['1']:.3f}"
+    if k != "1":
+        line += f"  Opt@{k} {summary['opt_at_k'][k]:.3f} (first {k}: {summary['opt_at_k_first'][k]:.3f})"
+    print(f"{line}  over {summary['tasks']} tasks; statuses {summary['statuses']}; reports in {out}")
     return 0
 
 
@@ -163,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_tasks)
     p = sub.add_parser("build", help="build (or reuse) the base image and the task images")
     _tasks_arg(p)
-    p.add_argument("--base-image", default="debian:bookworm-slim",
+    p.add_argument("--base-image", default=BASE_IMAGE,
                    help="registry tag for the base image; debootstrap is used when it cannot be pulled")
     p.set_defaults(func=cmd_build)
     p = sub.add_parser("validate", help="grade each task's expert patch (must be opt_commit) and the empty patch")
@@ -189,16 +193,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.func
-    from harness.images import ImageBuildError
     try:
         return handler(args)
-    except (TaskError, DockerUnavailable, PredictionsError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
     except ImageBuildError as err:
         # First line says what failed; the output tail follows because a build log is the useful part.
         print(f"error: {err}", file=sys.stderr)
         return 1
+    except (TaskError, SandboxError, PredictionsError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         console.print("interrupted")
         return 130

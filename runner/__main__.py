@@ -41,17 +41,16 @@ def run_job(cfg: DictConfig) -> int:
         return _fail(str(err))
     plain: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
     run_dir = Path(HydraConfig.get().runtime.output_dir)
-    from harness.docker_engine import DockerUnavailable
-    from harness.images import ImageBuildError
+    from harness.sandbox.interface import ImageBuildError, SandboxError
     from harness.tasks import TaskError
     from runner.run import execute
 
     try:
         return execute(conf, plain, run_dir)
-    except (ConfigError, TaskError, DockerUnavailable) as err:
-        return _fail(str(err))
     except ImageBuildError as err:
         return _fail(f"image build failed: {err}")
+    except (ConfigError, TaskError, SandboxError) as err:
+        return _fail(str(err))
 
 
 @hydra.main(version_base=None, config_path=CONF_DIR, config_name="config")

@@ -16,158 +16,46 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness import metrics
-from runner.config import ConfigError, RunConf, validate
-from runner.plan import select
-from runner.store import RunStore, write_json, write_text
-
-
-@dataclass
-class Run:
-    path: Path
-    conf: RunConf
-    records: list[dict[str, Any]]  # results.jsonl, one per (task, rollout)
-    task_ids: list[str]
-    label: str  # the system
-    approximate: bool = False  # a post-hoc truncation
-
-    @property
-    def n(self) -> int:
-        return self.conf.rollouts
-
-    def matrix(self, field: str) -> dict[str, list[Any]]:
-        """task -> value per rollout index (None where the rollout is missing)."""
-        table: dict[str, list[Any]] = {t: [None] * self.n for t in self.task_ids}
-        for record in self.records:
-            if record["instance_id"] in table and record["rollout"] < self.n:
-                table[record["instance_id"]][record["rollout"]] = _field(record, field)
-        return table
-
-
-def _field(record: dict[str, Any], field: str) -> Any:
-    grading = record.get("grading") or {}
-    if field == "success":
-        return bool(grading.get("opt_commit"))
-    if field == "score":
-        return float(record.get("score") or 0.0)
-    if field == "opt_base":
-        return bool(grading.get("opt_base"))
-    if field == "hm_patch_commit":
-        return (grading.get("opt_stats") or {}).get("hm_speedup_patch_commit")
-    return record.get(field)
-
-
-def system_label(conf: RunConf) -> str:
-    return f"{conf.model.id} x {conf.scaffold.id} x {conf.budget.id}"
-
-
-# ---------------------------------------------------------------- loading
-def find_runs(paths: list[Path]) -> list[Path]:
-    found: list[Path] = []
-    for path in paths:
-        if not path.is_dir():
-            raise ConfigError(f"{path}: no such directory")
-        if (path / "config.yaml").is_file():
-            found.append(path)
-            continue
-        inside = sorted(p.parent for p in path.rglob("config.yaml") if p.parent.name != ".hydra")
-        if not inside:
-            raise ConfigError(f"{path} is not a run directory and holds none (no config.yaml found)")
-        found += inside
-    unique = list(dict.fromkeys(p.resolve() for p in found))
-    return unique
-
-
-def load_run(path: Path) -> Run:
-    store = RunStore(path)
-    conf = validate(store.load_config())
-    try:
-        task_ids = [t.id for t in select(conf)]
-    except ConfigError:  # the task folder moved: fall back to what the run recorded
-        task_ids = sorted({r["instance_id"] for r in store.results()})
-    return Run(path, conf, store.results(), task_ids, system_label(conf))
-
-
-def check_comparable(runs: list[Run]) -> None:
-    if not runs:
-        raise ConfigError("no runs to aggregate")
-    ungraded = [r for r in runs if r.conf.grade == "none" or any(rec.get("grading") is None for rec in r.records)]
-    if ungraded:
-        raise ConfigError(f"{ungraded[0].path} has ungraded rollouts: grade it first "
-                          f"(python -m runner.grade {ungraded[0].path})")
-    empty = [r for r in runs if not r.records]
-    if empty:
-        raise ConfigError(f"{empty[0].path} has no finished rollouts yet")
-    tasks = {tuple(sorted(r.task_ids)) for r in runs}
-    if len(tasks) > 1:
-        a, b = runs[0], next(r for r in runs if sorted(r.task_ids) != sorted(runs[0].task_ids))
-        raise ConfigError(f"runs over different task sets: {a.path.name} ({len(a.task_ids)} tasks) and "
-                          f"{b.path.name} ({len(b.task_ids)} tasks); aggregate them separately")
-    seen: dict[str, Path] = {}
-    for run in runs:
-        if run.label in seen:
-            raise ConfigError(f"two runs of the same system {run.label}: {seen[run.label]} and {run.path}")
-        seen[run.label] = run.path
-
-
-# ---------------------------------------------------------------- numbers (pure)
-def scores_of(run: Run) -> dict[str, list[float]]:
-    return {t: [s if s is not None else 0.0 for s in v] for t, v in run.matrix("score").items()}
-
-
-def successes_of(run: Run, p: float | None = None) -> dict[str, list[bool]]:
-    """Opt_p per rollout (p=None: the run's own verdict, GSO's opt_commit at p = 0.95)."""
-    if p is None:
-        return {t: [bool(s) for s in v] for t, v in run.matrix("success").items()}
-    base, hm = run.matrix("opt_base"), run.matrix("hm_patch_commit")
-    return {t: [bool(b) and h is not None and h > p for b, h in zip(base[t], hm[t])] for t in run.task_ids}
+from harness.atomic import write_json, write_text
+from harness.metrics.summary import summarize
+from harness.sandbox.interface import SandboxError
+from runner.config import ConfigError
+from runner.study import Run, check_comparable, find_runs, load_run, successes_of
 
 
 def system_row(run: Run, k: int) -> dict[str, Any]:
+    """One system's row: the summary numbers (harness.metrics.summary) at k = 1, k and N."""
     n = run.n
     kk = min(k, n)
-    success, scores = successes_of(run), scores_of(run)
-    finished = run.records
-    costs = [r.get("cost_usd") for r in finished]
-    known = [c for c in costs if c is not None]
-    solved_tasks = sum(any(v) for v in success.values())
-    wasted = sum(c for r, c in zip(finished, costs) if c is not None and not any(success[r["instance_id"]]))
-    usage = [r.get("usage") or {} for r in finished]
+    by_task = run.slots()
+    s = summarize({t: [r.outcome() if r else None for r in rows] for t, rows in by_task.items()}, ks=sorted({1, kk, n}))
+    assert s.opt_at_k is not None and s.avg_at_k is not None and s.best_at_k is not None
+    success = successes_of(run)
+    solved_any = {t for t, v in success.items() if any(v)}
+    finished = [r for rows in by_task.values() for r in rows if r is not None]
+    known = [r.cost_usd for r in finished if r.cost_usd is not None]
+    wasted = sum(r.cost_usd for r in finished if r.cost_usd is not None and r.instance_id not in solved_any)
+    scores = {t: [float(r.score or 0.0) if r else 0.0 for r in rows] for t, rows in by_task.items()}
     return {
         "system": run.label, "model": run.conf.model.id, "scaffold": run.conf.scaffold.id,
         "budget": run.conf.budget.id, "max_steps": run.conf.budget.max_steps, "approximate": run.approximate,
-        "run": str(run.path), "tasks": len(run.task_ids), "rollouts": n, "finished": len(finished), "k": kk,
-        "opt_at_1": metrics.suite_opt_at_k(success, 1), f"opt_at_{n}": metrics.suite_opt_at_k(success, n),
-        "opt_at_K": metrics.suite_opt_at_k(success, n),
-        "avg_at_k": metrics.avg_at_k(scores, kk), "best_at_k": metrics.best_at_k(scores, kk),
-        "mean_steps": sum(r["steps"] for r in finished) / len(finished),
-        "wall_time_s": sum(r["wall_time_s"] for r in finished),
-        "tokens": {"input": sum(int(u.get("input_tokens", 0)) for u in usage),
-                   "cached": sum(int(u.get("cached_read_tokens", 0)) for u in usage),
-                   "output": sum(int(u.get("output_tokens", 0)) for u in usage)},
-        "cost_usd": sum(known) if known else None, "cost_known": len(known) == len(costs),
-        "cost_per_rollout": sum(known) / len(finished) if known else None,
-        "solved_tasks": solved_tasks,
-        "cost_per_solved_task": sum(known) / solved_tasks if known and solved_tasks else None,
+        "run": str(run.path), "tasks": len(run.task_ids), "rollouts": n, "finished": s.n_rollouts, "k": kk,
+        "opt_at_1": s.opt_at_k["1"], f"opt_at_{n}": s.opt_at_k[str(n)], "opt_at_K": s.opt_at_k[str(n)],
+        "opt_at_K_first": s.opt_at_k_first[str(n)] if s.opt_at_k_first else None,
+        "avg_at_k": s.avg_at_k[str(kk)], "best_at_k": s.best_at_k[str(kk)],
+        "mean_steps": s.mean_steps, "wall_time_s": s.wall_time_s,
+        "tokens": {"input": s.tokens["input"], "cached": s.tokens["cached"], "output": s.tokens["output"]},
+        "cost_usd": s.cost_usd if known else None, "cost_known": s.cost_known,
+        "cost_per_rollout": s.cost_per_rollout, "solved_tasks": s.solved_tasks,
+        "cost_per_solved_task": s.cost_per_solved_task,
         "cost_share_unsolved": wasted / sum(known) if known and sum(known) > 0 else None,
         "per_task": {t: {"avg_at_k": sum(scores[t]) / n, "opt_at_K": metrics.opt_at_k(n, sum(success[t]), n)}
                      for t in run.task_ids},
     }
-
-
-def pareto_front(points: list[tuple[float, float]]) -> list[int]:
-    """Indices of points no other point beats on both cost (lower) and score (higher)."""
-    front = []
-    for i, (cost, score) in enumerate(points):
-        dominated = any((c <= cost and s >= score) and (c < cost or s > score) for j, (c, s) in enumerate(points)
-                        if j != i)
-        if not dominated:
-            front.append(i)
-    return front
 
 
 def aggregate(runs: list[Run], k: int = 3) -> dict[str, Any]:
@@ -249,12 +137,12 @@ def main(argv: list[str] | None = None) -> int:
             runs += truncated_runs(runs, steps)
         result = aggregate(runs, args.k)
         out = args.out or (args.dirs[0] / "aggregate")
-        from runner.plots import write_plots
+        from runner.plots import write_plots  # matplotlib: only once there is something to draw
 
         result["plots"] = write_plots(result, runs, out)
         write_json(out / "aggregate.json", result)
         write_text(out / "aggregate.md", render_markdown(result))
-    except ValueError as err:  # ConfigError and bad numbers alike: one line
+    except (ValueError, SandboxError) as err:  # ConfigError, bad numbers, no sandbox for truncation: one line
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(f"aggregate: {out / 'aggregate.md'}")

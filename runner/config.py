@@ -1,10 +1,20 @@
-"""The runner's structured config: what Hydra composes is checked against these dataclasses at start-up,
-so a typo or a bad value fails in one line before any container starts.
+"""The runner's structured config. Each group's schema is the owning layer's own dataclass plus the
+runner's fields (an `id` for reports, a few run-level knobs), so a default lives in exactly one place:
 
-Kept free of heavy imports (no docker, no litellm): `python -m runner --help` must stay fast.
+    model    harness.models.config.ModelConfig   + id, served_name, and what scripted models play from
+    budget   scaffolds.limits.Limits             + id, run_cost_usd
+    sandbox  harness.sandbox.interface.SandboxLimits + base_image
+    grading  harness.grader.config.GradeConfig
+    scaffold name + options, checked against the scaffold's own config class (scaffolds.SCAFFOLDS)
+    tasks    a task source (harness.tasks.SOURCES) and its selector
+    executor an executor (runner.executors.EXECUTORS)
+
+What Hydra composes is checked at start-up, so a typo or a bad value fails in one line before any
+container starts. Kept free of heavy imports (no docker, no litellm): `--help` must stay fast.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,82 +22,56 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from harness.grader.config import GradeConfig
+from harness.models.config import ModelConfig
+from harness.sandbox.interface import DEFAULT_BASE_IMAGE, SandboxLimits
+from scaffolds.limits import Limits
+
 
 class ConfigError(ValueError):
     """A bad configuration, with a one-line message that says how to fix it."""
 
 
 @dataclass
-class PriceConf:
-    input: float = 0.0  # USD per million tokens
-    output: float = 0.0
-    cache_read: float | None = None
-    cache_write: float | None = None
-
-
-@dataclass
-class ModelConf:
+class ModelConf(ModelConfig):
     id: str = "oracle"
-    name: str = "scripted/oracle"  # litellm model string
-    api_key_env: str | None = None  # checked at start-up
-    api_base: str | None = None
     served_name: str | None = None  # local servers
-    price: PriceConf | None = None
-    prompt_caching: bool | None = None
-    native_tools: bool | None = None
-    timeout_s: float = 600.0
-    attempts: int = 6
-    kwargs: dict[str, Any] = field(default_factory=dict)  # provider keyword arguments, passed through
     patch: str | None = None  # oracle: file name inside each task folder instead of expert.patch
     run_dir: str | None = None  # replay: the run whose trajectories to replay
-    steps: list[Any] | None = None  # script: the scripted steps (scaffolds/scripted.py), for tests and demos
+    steps: list[Any] | None = None  # script: the scripted steps (harness.models.scripted.steps)
 
 
 @dataclass
 class ScaffoldConf:
     id: str = "codeact"
     name: str = "codeact"
-    options: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)  # the scaffold's config class's fields
 
 
 @dataclass
-class BudgetConf:
+class BudgetConf(Limits):
     id: str = "smoke"
-    max_steps: int | None = 30
-    wall_clock_s: float | None = 600.0
-    max_cost_usd: float | None = 1.0
-    command_timeout_s: float = 120.0
-    run_cost_usd: float | None = None
-    snapshot_every: int = 5
+    run_cost_usd: float | None = None  # a cap for the whole run
 
 
 @dataclass
 class TasksConf:
+    source: str = "suite"  # a task source (harness.tasks.SOURCES)
     selector: str = "suite"
     ids: list[str] | None = None
 
 
 @dataclass
-class SandboxConf:
-    base_image: str = "debian:bookworm-slim"
-    cpus: float = 1.0
-    memory: str = "4g"
-    pids: int = 1024
-    network: bool = False
-    max_output_bytes: int = 1_000_000
+class SandboxConf(SandboxLimits):
+    base_image: str = DEFAULT_BASE_IMAGE
+
+    def limits(self) -> SandboxLimits:
+        return SandboxLimits(**{f.name: getattr(self, f.name) for f in dataclasses.fields(SandboxLimits)})
 
 
 @dataclass
 class ExecutorConf:
     kind: str = "local"
-
-
-@dataclass
-class GradingConf:
-    rounds: int = 7
-    mode: str = "interleaved"
-    stat: str = "auto"
-    p: float = 0.95
 
 
 @dataclass
@@ -103,14 +87,13 @@ class RunConf:
     temperature: float | None = None
     seed: int | None = None
     grade: str = "after"
-    grading: GradingConf = field(default_factory=GradingConf)
+    grading: GradeConfig = field(default_factory=GradeConfig)
     infra_retries: int = 2
     name: str = "run"
     sweep_name: str = "sweep"
     output_root: str = "outputs"
 
 
-SCAFFOLDS = ("codeact", "mini_swe", "terminus")
 GRADE_MODES = ("after", "stream", "none")
 # What makes two runs the same experiment: a resumed run must match on all of these.
 IDENTITY_KEYS = ("model", "scaffold", "budget", "tasks", "rollouts", "temperature", "seed", "grading")
@@ -127,22 +110,39 @@ def register_schemas() -> None:
         store.store(group=group, name=f"schema_{group}", node=node)
 
 
-def validate(cfg: DictConfig | dict[str, Any]) -> RunConf:
-    """Check a composed config; returns the typed config or raises ConfigError (one line)."""
+def typed(cfg: DictConfig | dict[str, Any]) -> RunConf:
+    """The composed config as RunConf (defaults filled in), without the run-level checks; a layer's own
+    check (e.g. GradeConfig's) fails here, named by its group."""
     try:
         raw = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(cfg)
         raw = OmegaConf.masked_copy(raw, [k for k in raw.keys() if k != "hydra"]) if "hydra" in raw else raw
         merged = OmegaConf.merge(OmegaConf.structured(RunConf), raw)
-        conf: RunConf = OmegaConf.to_object(merged)  # type: ignore[assignment]
+        for group in ("model", "scaffold", "budget", "tasks", "sandbox", "executor", "grading"):
+            try:
+                OmegaConf.to_object(merged[group])
+            except ValueError as err:
+                if isinstance(err, OmegaConfBaseException):
+                    raise
+                raise ConfigError(f"bad {group} option: {err}") from None
+        return OmegaConf.to_object(merged)  # type: ignore[return-value]
     except OmegaConfBaseException as err:
         first = str(err).strip().splitlines()[0]
         key = getattr(err, "full_key", None)
         raise ConfigError(f"bad config{f' at {key}' if key else ''}: {first}") from None
+
+
+def validate(cfg: DictConfig | dict[str, Any]) -> RunConf:
+    """Check a composed config; returns the typed config or raises ConfigError (one line)."""
+    conf = typed(cfg)
     _check(conf)
     return conf
 
 
 def _check(conf: RunConf) -> None:
+    from harness.tasks import SOURCES
+    from runner.executors import EXECUTORS
+    from scaffolds import NAMES, make_config
+
     if conf.rollouts < 1:
         raise ConfigError(f"rollouts must be at least 1, got {conf.rollouts}")
     if conf.parallel < 1:
@@ -151,22 +151,21 @@ def _check(conf: RunConf) -> None:
         raise ConfigError(f"infra_retries must be 0 or more, got {conf.infra_retries}")
     if conf.grade not in GRADE_MODES:
         raise ConfigError(f"grade must be one of {', '.join(GRADE_MODES)}, got {conf.grade!r}")
-    from runner.grade import grade_config  # the grader's own checks of mode, stat and rounds
+    if conf.scaffold.name not in NAMES:
+        raise ConfigError(f"unknown scaffold {conf.scaffold.name!r}; choose one of {', '.join(NAMES)}")
     try:
-        grade_config(conf.grading)
+        make_config(conf.scaffold.name, conf.scaffold.options)
     except ValueError as err:
-        raise ConfigError(f"bad grading option: {err}") from None
-    if conf.scaffold.name not in SCAFFOLDS:
-        raise ConfigError(f"unknown scaffold {conf.scaffold.name!r}; choose one of {', '.join(SCAFFOLDS)}")
-    if conf.executor.kind != "local":
+        raise ConfigError(f"scaffold.options: {err}") from None
+    if conf.tasks.source not in SOURCES:
+        raise ConfigError(f"unknown task source {conf.tasks.source!r}; choose one of {', '.join(SOURCES)}")
+    if conf.executor.kind not in EXECUTORS:
         raise ConfigError(f"executor {conf.executor.kind!r} is not available; use executor=local")
-    budget = conf.budget
-    for key in ("max_steps", "wall_clock_s", "max_cost_usd", "run_cost_usd"):
-        value = getattr(budget, key)
-        if value is not None and value <= 0:
-            raise ConfigError(f"budget.{key} must be positive or null, got {value}")
-    if budget.command_timeout_s <= 0:
-        raise ConfigError(f"budget.command_timeout_s must be positive, got {budget.command_timeout_s}")
+    problems = conf.budget.problems()
+    if conf.budget.run_cost_usd is not None and conf.budget.run_cost_usd <= 0:
+        problems.append(f"run_cost_usd must be positive or null, got {conf.budget.run_cost_usd}")
+    if problems:
+        raise ConfigError(f"budget.{problems[0]}")
     model = conf.model
     if model.name.startswith("scripted/replay") and not model.run_dir:
         raise ConfigError("model=replay needs model.run_dir=PATH (the run whose trajectories to replay)")
@@ -174,9 +173,13 @@ def _check(conf: RunConf) -> None:
         raise ConfigError(f"model {model.id} needs an API key: set the environment variable {model.api_key_env}")
 
 
-def identity(cfg: dict[str, Any]) -> dict[str, Any]:
-    """The part of a (resolved, plain) config that defines the experiment."""
-    return {key: cfg.get(key) for key in IDENTITY_KEYS}
+def identity(conf: RunConf) -> dict[str, Any]:
+    """The part of a typed config that defines the experiment, as plain values."""
+    return {key: _plain(getattr(conf, key)) for key in IDENTITY_KEYS}
+
+
+def _plain(value: Any) -> Any:
+    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
 
 
 def differences(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:

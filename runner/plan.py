@@ -7,6 +7,7 @@ from pathlib import Path
 
 from harness.tasks import Task, TaskError, select_tasks
 from runner.config import ConfigError, RunConf
+from runner.store import RunStore
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ def slug(selector: str, ids: list[str] | None = None) -> str:
 def select(conf: RunConf) -> list[Task]:
     """The run's tasks; every problem is one ConfigError line."""
     try:
-        tasks = select_tasks(conf.tasks.selector)
+        tasks = select_tasks(conf.tasks.selector, conf.tasks.source)
     except TaskError as err:
         raise ConfigError(str(err).replace("--tasks", "tasks.selector=")) from None
     if conf.tasks.ids:
@@ -40,11 +41,12 @@ def select(conf: RunConf) -> list[Task]:
         if missing:
             raise ConfigError(f"model.patch={conf.model.patch}: task {missing[0]} has no such file")
     if conf.model.name.endswith("/replay"):
-        run = Path(conf.model.run_dir or "")
+        replayed = RunStore(Path(conf.model.run_dir or ""))
         for task in tasks:
             for index in range(conf.rollouts):
-                if not (run / "trajectories" / task.id / f"{index}.json").is_file():
-                    raise ConfigError(f"model.run_dir={run}: no trajectory for {task.id} rollout {index} to replay")
+                if replayed.trajectory_of(task.id, index) is None:
+                    raise ConfigError(f"model.run_dir={replayed.root}: no trajectory for {task.id} rollout {index} "
+                                      "to replay")
     return tasks
 
 

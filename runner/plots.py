@@ -18,9 +18,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from harness import metrics  # noqa: E402
+from runner.study import Run, pareto_front, successes_of  # noqa: E402
 
 
-def write_plots(result: dict[str, Any], runs: list[Any], out: Path) -> list[str]:
+def write_plots(result: dict[str, Any], runs: list[Run], out: Path) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
     written = [_curve(result, "opt_p_at_1", out / "opt_p_curve.png", "threshold p (patch hm speedup over expert > p)",
                       "Opt_p@1", "Opt_p@1 as the threshold rises"),
@@ -49,7 +50,7 @@ def _curve(result: dict[str, Any], key: str, path: Path, xlabel: str, ylabel: st
     return path.name
 
 
-def _heatmap(runs: list[Any], path: Path) -> str | None:
+def _heatmap(runs: list[Run], path: Path) -> str | None:
     """Opt@K per (step budget, K): one run per step budget gives K = 1..N from its N rollouts."""
     by_steps = {}
     for run in runs:
@@ -57,8 +58,6 @@ def _heatmap(runs: list[Any], path: Path) -> str | None:
             by_steps.setdefault(run.conf.budget.max_steps, run)
     if len(by_steps) < 2:
         return None
-    from runner.aggregate import successes_of
-
     steps = sorted(by_steps)
     ks = list(range(1, max(r.n for r in by_steps.values()) + 1))
     grid = np.full((len(steps), len(ks)), np.nan)
@@ -86,8 +85,6 @@ def _heatmap(runs: list[Any], path: Path) -> str | None:
 
 
 def _score_vs_cost(result: dict[str, Any], path: Path) -> str | None:
-    from runner.aggregate import pareto_front
-
     rows = [r for r in result["systems"] if r["cost_per_rollout"]]
     if not rows:
         return None

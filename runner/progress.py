@@ -16,6 +16,8 @@ from rich.console import Console, Group
 from rich.live import Live as RichLive
 from rich.table import Table
 
+from runner.records import RolloutRecord
+
 
 class Progress:
     def __init__(self, title: str, total: int, done_before: int, cost_before: float, parallel: int) -> None:
@@ -50,16 +52,16 @@ class Progress:
             else:
                 print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
-    def finished(self, record: dict[str, Any]) -> None:
-        self.reasons[record["exit_reason"]] += 1
-        self.durations.append(record["wall_time_s"])
-        cost = record.get("cost_usd")
+    def finished(self, record: RolloutRecord) -> None:
+        self.reasons[str(record.exit_reason)] += 1
+        self.durations.append(record.wall_time_s)
+        cost = record.cost_usd
         if cost is None:
             self.cost_unknown = True
         else:
             self.cost_before += cost
-        self.log(f"finished {record['instance_id']} #{record['rollout']}: {record['exit_reason']}, "
-                 f"{record['steps']} steps, {record['wall_time_s']:.0f} s, {_cost(cost)}")
+        self.log(f"finished {record.instance_id} #{record.rollout}: {record.exit_reason}, "
+                 f"{record.steps} steps, {record.wall_time_s:.0f} s, {_cost(cost)}")
 
     def eta(self, running: int) -> float | None:
         remaining = self.total - len(self.durations)

@@ -1,13 +1,13 @@
-"""Running one experiment: plan tasks x rollouts, run them on a thread pool under limits, grade every
-diff, write the run store and the reports.
+"""Running one experiment: plan tasks x rollouts, run them on an executor under limits, grade every diff,
+write the run store and the reports.
 
-Phases: check (config, tasks, Docker, images; nothing starts before all pass) -> rollouts -> grading
-(`after`: once all rollouts are done; `stream`: in a background thread as they finish; `none`) ->
-reports. Re-running the same command resumes in the same directory: a rollout whose result file exists
-is kept, any other is run again.
+Phases: check (config, tasks, sandboxes, images; nothing starts before all pass) -> rollouts ->
+grading (`after`: once all rollouts are done; `stream`: in a background thread as they finish; `none`)
+-> reports. Re-running the same command resumes in the same directory: a rollout whose result file
+exists is kept, any other is run again.
 
-Interrupts: the first Ctrl-C stops launching, ends running rollouts (their containers are removed at
-once) and keeps everything finished; a second Ctrl-C removes this process's containers and exits.
+Interrupts: the first Ctrl-C stops launching, ends running rollouts (their sandboxes are removed at
+once) and keeps everything finished; a second Ctrl-C removes this process's sandboxes and exits.
 """
 from __future__ import annotations
 
@@ -16,65 +16,52 @@ import queue
 import signal
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
-from harness.tasks import Task
+from harness.models.loader import litellm_module
+from harness.sandbox.providers import provider
+from harness.tasks.task import Task
 from runner.config import RunConf
-from runner.grade import Grader, grade_config, graded
+from runner.executors import make_executor
+from runner.grading import Grader, graded
 from runner.plan import Planned, plan, select
 from runner.progress import Progress
+from runner.records import ResultRecord, RolloutRecord
 from runner.report import write_reports
-from runner.rollout import Interrupted, Live, run_rollout
+from runner.rollout import Interrupted, Live, RolloutRunner, close_quietly
 from runner.store import RunStore
+from scaffolds.exits import ExitReason
+
 
 class RunInterrupted(Exception):
     pass
-
-
-def remove_own_containers() -> None:
-    """Every container this process started (the second Ctrl-C: no time for anything gentler)."""
-    from harness.images import LABEL
-    from harness.sandbox import OWNER_LABEL, docker_client, owner_id
-
-    mine = {"label": [LABEL, f"{OWNER_LABEL}={owner_id()}"]}
-    for container in docker_client().containers.list(all=True, filters=mine, ignore_removed=True):
-        try:
-            container.remove(force=True)
-        except Exception:  # noqa: BLE001 - already gone
-            pass
 
 
 class Runner:
     def __init__(self, conf: RunConf, plain: dict[str, Any], run_dir: Path) -> None:
         self.conf, self.plain = conf, plain
         self.store = RunStore(run_dir)
-        self.run_id = run_dir.name
+        self.sandboxes = provider("docker")
         self.live: dict[tuple[str, int], Live] = {}
         self.lock = threading.Lock()
-        self.stopping: str | None = None  # None, "interrupted" or "run_cost_limit"
+        self.stopping: ExitReason | None = None  # None, INTERRUPTED or RUN_COST_LIMIT
         self.grading_phase = False
         self.progress: Progress | None = None
-        self.grade_queue: queue.Queue[dict[str, Any] | None] = queue.Queue()
-        self.recorded = {(r["instance_id"], r["rollout"]) for r in self.store.results()}
+        self.grade_queue: queue.Queue[RolloutRecord | None] = queue.Queue()
+        self.recorded = {r.key for r in self.store.results()}
 
     # ---------------------------------------------------------------- entry
     def run(self) -> int:
-        from harness.docker_engine import ensure_engine
-        from harness.images import BaseImageSpec, ensure_images
-        from harness.sandbox import docker_client, remove_labelled
-        from scaffolds.model import litellm_module
-
         # litellm's import takes seconds: it runs beside the checks, and before any rollout's clock starts.
         importer = threading.Thread(target=litellm_module, daemon=True)
         importer.start()
         tasks = select(self.conf)  # config errors first: nothing has started yet
-        ensure_engine()
+        self.sandboxes.ensure_ready()
         resuming = self.store.bind_config(self.plain)
-        removed = remove_labelled()  # containers of earlier runs that were killed
-        images = ensure_images(docker_client(), tasks, BaseImageSpec(self.conf.sandbox.base_image),
-                               progress=lambda m: print(m, flush=True))
+        removed = self.sandboxes.cleanup("orphans")  # containers of earlier runs that were killed
+        images = self.sandboxes.ensure_images(tasks, self.conf.sandbox.base_image,
+                                              progress=lambda m: print(m, flush=True))
         importer.join()
         planned = plan(tasks, self.conf.rollouts)
         stored = [(p, self.store.rollout(p.task.id, p.index)) for p in planned]  # read each result file once
@@ -84,12 +71,13 @@ class Runner:
             print(f"resuming {self.store.root}: {len(done_before)} rollouts already finished, {len(todo)} to run"
                   + (f"; removed {removed} leftover containers" if removed else ""), flush=True)
         self.images = images
-        self.grader = Grader(self.store, grade_config(self.conf.grading), images)
+        self.rollouts = RolloutRunner(self.conf, self.store, self.sandboxes)
+        self.grader = Grader(self.store, self.conf.grading, images, self.sandboxes)
         self.tasks = {t.id: t for t in tasks}
         previous = signal.signal(signal.SIGINT, self._on_sigint)
         try:
             self._run_rollouts(todo, done_before)
-            if self.stopping == "interrupted":
+            if self.stopping == ExitReason.INTERRUPTED:
                 raise RunInterrupted
             self.grading_phase = True
             self._record_all(planned)
@@ -106,8 +94,8 @@ class Runner:
         return 0
 
     # ---------------------------------------------------------------- rollouts
-    def _run_rollouts(self, todo: list[Planned], done_before: list[dict[str, Any]]) -> None:
-        cost_before = sum(r.get("cost_usd") or 0.0 for r in done_before)
+    def _run_rollouts(self, todo: list[Planned], done_before: list[RolloutRecord]) -> None:
+        cost_before = sum(r.cost_usd or 0.0 for r in done_before)
         title = f"{self.conf.model.id} x {self.conf.scaffold.id} x {self.conf.budget.id}"
         grader_thread = None
         if self.conf.grade == "stream":
@@ -117,105 +105,106 @@ class Runner:
                 self.grade_queue.put(record)
         with Progress(title, len(todo), len(done_before), cost_before, self.conf.parallel) as progress:
             self.progress = progress
-            pool = ThreadPoolExecutor(max_workers=self.conf.parallel, thread_name_prefix="rollout")
-            futures: set[Future] = {pool.submit(self._work, p) for p in todo}
-            try:
-                while futures:
-                    finished, futures = wait(futures, timeout=0.5, return_when=FIRST_COMPLETED)
-                    for future in finished:
-                        future.result()  # a bug in the runner surfaces here instead of vanishing
-                    with self.lock:
-                        live = list(self.live.values())
-                    self._check_run_cost(progress.cost_before + sum(item.cost for item in live), live)
-                    progress.update(live)
-            finally:
-                pool.shutdown(wait=True, cancel_futures=True)
+
+            def tick() -> None:
+                with self.lock:
+                    live = list(self.live.values())
+                self._check_run_cost(progress.cost_before + sum(item.cost for item in live), live)
+                progress.update(live)
+
+            executor = make_executor(self.conf.executor.kind, self.conf.parallel)
+            executor.run(todo, self._work, self._finished, tick)
         if grader_thread is not None:
             self.grade_queue.put(None)
             grader_thread.join()
 
-    def _work(self, item: Planned) -> None:
+    def _work(self, item: Planned) -> tuple[RolloutRecord, dict[str, Any] | None] | None:
+        """One rollout, on an executor's worker; None when the run is stopping."""
         if self.stopping:
-            return
+            return None
         live = Live(item.task.id, item.index)
         with self.lock:
             self.live[(item.task.id, item.index)] = live
         try:
-            record, trajectory = run_rollout(self.conf, self.run_id, item.task, self.images[item.task.id], live)
+            return self.rollouts.run(item.task, self.images[item.task.id], live)
         except Interrupted:
-            return
+            return None
         finally:
             with self.lock:
                 self.live.pop((item.task.id, item.index), None)
+
+    def _finished(self, _item: Planned, result: tuple[RolloutRecord, dict[str, Any] | None] | None) -> None:
+        """On the driver's thread: store a finished rollout and pass it on to grading."""
+        if result is None:
+            return
+        record, trajectory = result
         self.store.save_rollout(record, trajectory)
         if self.progress is not None:
             self.progress.finished(record)
         if self.conf.grade == "none":
-            self._append(graded(record, None))
+            self._append(graded(self.store, record, None))
         elif self.conf.grade == "stream":
             self.grade_queue.put(record)
 
-    def _append(self, result: dict[str, Any]) -> None:
+    def _append(self, result: ResultRecord) -> None:
         """Record a finished rollout in results.jsonl, once."""
-        key = (result["instance_id"], result["rollout"])
         with self.lock:
-            if key in self.recorded:
+            if result.key in self.recorded:
                 return
-            self.recorded.add(key)
+            self.recorded.add(result.key)
         self.store.append_result(result)
 
     def _check_run_cost(self, total: float, live: list[Live]) -> None:
         cap = self.conf.budget.run_cost_usd
         if cap is None or self.stopping or total < cap:
             return
-        self.stopping = "run_cost_limit"
+        self.stopping = ExitReason.RUN_COST_LIMIT
         if self.progress:
             self.progress.log(f"run cost cap ${cap:g} reached (${total:.4f}): ending running rollouts, "
                               "launching no more")
         for item in live:
-            item.stop_reason = "run_cost_limit"
+            item.stop_reason = ExitReason.RUN_COST_LIMIT
             item.stop.set()
 
     def _on_sigint(self, _signum: int, _frame: Any) -> None:
-        if self.stopping == "interrupted":  # the second Ctrl-C: out at once, containers removed
+        if self.stopping == ExitReason.INTERRUPTED:  # the second Ctrl-C: out at once, sandboxes removed
             print("\nsecond interrupt: removing containers and exiting now", flush=True)
-            remove_own_containers()
+            self.sandboxes.cleanup("mine")
             os._exit(130)
-        self.stopping = "interrupted"
+        self.stopping = ExitReason.INTERRUPTED
         print("\ninterrupted: stopping rollouts (Ctrl-C again to exit at once)", flush=True)
         with self.lock:
             live = list(self.live.values())
         for item in live:
-            item.stop_reason = "interrupted"
+            item.stop_reason = ExitReason.INTERRUPTED
             item.stop.set()
             box = item.sandbox
             if box is not None:  # ends the command in flight now instead of at its timeout
-                threading.Thread(target=box.close, daemon=True).start()
+                threading.Thread(target=close_quietly, args=(box,), daemon=True).start()
         if self.grading_phase:
             raise KeyboardInterrupt
 
     # ---------------------------------------------------------------- grading
-    def _grade_one(self, record: dict[str, Any]) -> None:
-        task: Task = self.tasks[record["instance_id"]]
-        if (task.id, record["rollout"]) in self.recorded:
+    def _grade_one(self, record: RolloutRecord) -> None:
+        task: Task = self.tasks[record.instance_id]
+        if record.key in self.recorded:
             return
-        print(f"grading {task.id} #{record['rollout']}", flush=True)
-        report = self.grader.report(task, record)
-        self._append(graded(record, report))
+        print(f"grading {task.id} #{record.rollout}", flush=True)
+        self._append(self.grader.result(task, record))
 
     def _stream_grading(self) -> None:
         while (record := self.grade_queue.get()) is not None:
-            if self.stopping != "interrupted":
+            if self.stopping != ExitReason.INTERRUPTED:
                 self._grade_one(record)
 
     def _record_all(self, planned: list[Planned]) -> None:
         """Every finished rollout not yet in results.jsonl gets graded (unless grade=none) and recorded."""
         for item in planned:
             record = self.store.rollout(item.task.id, item.index)
-            if record is None or (item.task.id, item.index) in self.recorded:
+            if record is None or record.key in self.recorded:
                 continue
             if self.conf.grade == "none":
-                self._append(graded(record, None))
+                self._append(graded(self.store, record, None))
             else:
                 self._grade_one(record)
 
@@ -226,7 +215,7 @@ class Runner:
             line += f", Opt@1 {s['opt_at_k']['1']:.3f}, Avg@1 {s['avg_at_k']['1']:.3f}"
         cost = "unknown" if s["cost_usd"] is None else f"${s['cost_usd']:.4f}"
         print(f"{line}, cost {cost}{'' if s['cost_known'] else ' (some prices unknown)'}", flush=True)
-        print(f"report: {self.store.root / 'report.md'}", flush=True)
+        print(f"report: {self.store.report_md}", flush=True)
 
 
 def execute(conf: RunConf, plain: dict[str, Any], run_dir: Path) -> int:

@@ -1,4 +1,4 @@
-"""The run store: one directory per run, append-only, resumable.
+"""The run store: one directory per run, append-only, resumable, and the only code that knows its paths.
 
     config.yaml                       the resolved config; a resumed run must match it
     rollouts/<task>/<i>.json          a finished rollout (the file exists iff the rollout finished)
@@ -7,9 +7,11 @@
     results.jsonl                     one record per finished (and, unless grade=none, graded) rollout
     predictions/rollout_<i>.jsonl     GSO predictions, one file per rollout index
     report.json, report.md            the summary
+    truncated/steps_<S>/              gradings of the rollouts cut to S steps (runner.aggregate)
 
-Every file is written atomically (temp file + rename); results.jsonl lines are appended whole and a torn
-last line (a kill mid-write) is ignored on read, so the rollout is simply recorded again on resume.
+Records go in and come out typed (runner.records). Every file is written atomically (temp file +
+rename); results.jsonl lines are appended whole and a torn last line (a kill mid-write) is ignored on
+read, so the rollout is simply recorded again on resume.
 """
 from __future__ import annotations
 
@@ -21,25 +23,9 @@ from typing import Any
 
 import yaml
 
-from runner.config import ConfigError, differences, identity
-
-
-def write_json(path: Path, data: Any) -> None:
-    write_text(path, json.dumps(data, indent=1, default=str))
-
-
-def read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-
-
-def write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # writers never share one
-    tmp.write_text(text)
-    os.replace(tmp, path)
+from harness.atomic import read_json, write_json, write_text
+from runner.config import ConfigError, differences, identity, typed
+from runner.records import ResultRecord, RolloutRecord
 
 
 class RunStore:
@@ -61,11 +47,11 @@ class RunStore:
         return yaml.safe_load(self.config_path.read_text()) or {}
 
     def bind_config(self, config: dict[str, Any]) -> bool:
-        """Write the config of a new run, or check a resumed run is the same experiment.
+        """Write the config of a new run, or check a resumed run is the same experiment (compared as
+        typed configs, so a run written before a new config field existed still resumes).
         Returns True when resuming."""
         if self.is_run():
-            old = self.load_config()
-            changed = differences(identity(old), identity(config))
+            changed = differences(identity(typed(self.load_config())), identity(typed(config)))
             if changed:
                 raise ConfigError(f"{self.root} holds a different run ({'; '.join(changed[:3])}); "
                                   "pass another name=... or remove that directory")
@@ -74,72 +60,93 @@ class RunStore:
         write_text(self.config_path, yaml.safe_dump(config, sort_keys=False))
         return False
 
-    # ---------------------------------------------------------------- rollouts and gradings
-    def rollout_path(self, task_id: str, index: int) -> Path:
+    # ---------------------------------------------------------------- rollouts, trajectories, gradings
+    def _rollout_path(self, task_id: str, index: int) -> Path:
         return self.root / "rollouts" / task_id / f"{index}.json"
 
-    def trajectory_path(self, task_id: str, index: int) -> Path:
-        return self.root / "trajectories" / task_id / f"{index}.json"
+    def trajectory_ref(self, task_id: str, index: int) -> str:
+        """The run-relative path a record names its trajectory by."""
+        return f"trajectories/{task_id}/{index}.json"
 
-    def grade_path(self, task_id: str, index: int) -> Path:
-        return self.root / "grading" / task_id / f"{index}.json"
+    def grading_ref(self, task_id: str, index: int) -> str:
+        return f"grading/{task_id}/{index}.json"
 
-    def rollout(self, task_id: str, index: int) -> dict[str, Any] | None:
-        return read_json(self.rollout_path(task_id, index))
+    def rollout(self, task_id: str, index: int) -> RolloutRecord | None:
+        data = read_json(self._rollout_path(task_id, index))
+        return RolloutRecord.from_dict(data) if isinstance(data, dict) else None
 
-    def save_rollout(self, record: dict[str, Any], trajectory: dict[str, Any] | None) -> None:
-        task_id, index = record["instance_id"], record["rollout"]
+    def save_rollout(self, record: RolloutRecord, trajectory: dict[str, Any] | None) -> None:
         if trajectory is not None:  # the trajectory first: a rollout file always has its trajectory
-            write_json(self.trajectory_path(task_id, index), trajectory)
-        write_json(self.rollout_path(task_id, index), record)
+            write_json(self.root / self.trajectory_ref(record.instance_id, record.rollout), trajectory)
+        write_json(self._rollout_path(record.instance_id, record.rollout), record.to_dict())
+
+    def trajectory(self, record: RolloutRecord) -> dict[str, Any] | None:
+        data = read_json(self.root / record.trajectory) if record.trajectory else None
+        return data if isinstance(data, dict) else None
+
+    def trajectory_of(self, task_id: str, index: int) -> dict[str, Any] | None:
+        data = read_json(self.root / self.trajectory_ref(task_id, index))
+        return data if isinstance(data, dict) else None
 
     def grading(self, task_id: str, index: int) -> dict[str, Any] | None:
-        return read_json(self.grade_path(task_id, index))
+        data = read_json(self.root / self.grading_ref(task_id, index))
+        return data if isinstance(data, dict) else None
 
     def save_grading(self, task_id: str, index: int, report: dict[str, Any]) -> None:
-        write_json(self.grade_path(task_id, index), report)
+        write_json(self.root / self.grading_ref(task_id, index), report)
+
+    def truncated(self, steps: int) -> "RunStore":
+        """The store for this run's gradings at a post-hoc step budget."""
+        return RunStore(self.root / "truncated" / f"steps_{steps}")
 
     # ---------------------------------------------------------------- results.jsonl
     @property
     def results_path(self) -> Path:
         return self.root / "results.jsonl"
 
-    def results(self) -> list[dict[str, Any]]:
+    def results(self) -> list[ResultRecord]:
         """Finished records, one per (task, rollout) (the last one wins), in file order."""
-        records: dict[tuple[str, int], dict[str, Any]] = {}
+        records: dict[tuple[str, int], ResultRecord] = {}
         try:
             lines = self.results_path.read_text().splitlines()
         except OSError:
             return []
         for line in lines:
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
+                record = ResultRecord.from_dict(json.loads(line))
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
                 continue  # a torn line from a kill mid-write: that rollout is recorded again
-            records[(record["instance_id"], int(record["rollout"]))] = record
+            records[record.key] = record
         return list(records.values())
 
-    def append_result(self, record: dict[str, Any]) -> None:
+    def append_result(self, record: ResultRecord) -> None:
         with self._lock:
             self.results_path.parent.mkdir(parents=True, exist_ok=True)
             with self.results_path.open("a") as fh:
-                fh.write(json.dumps(record, default=str) + "\n")
+                fh.write(json.dumps(record.to_dict(), default=str) + "\n")
                 fh.flush()
                 os.fsync(fh.fileno())
 
-    def rewrite_results(self, records: list[dict[str, Any]]) -> None:
+    def rewrite_results(self, records: list[ResultRecord]) -> None:
         """Replace results.jsonl at once (re-grading)."""
         with self._lock:
-            write_text(self.results_path, "".join(json.dumps(r, default=str) + "\n" for r in records))
+            write_text(self.results_path, "".join(json.dumps(r.to_dict(), default=str) + "\n" for r in records))
 
-    # ---------------------------------------------------------------- predictions
-    def write_predictions(self, records: list[dict[str, Any]], model_name: str, rollouts: int) -> None:
+    # ---------------------------------------------------------------- reports and predictions
+    def write_report(self, report: dict[str, Any], markdown: str) -> None:
+        write_json(self.root / "report.json", report)
+        write_text(self.root / "report.md", markdown)
+
+    @property
+    def report_md(self) -> Path:
+        return self.root / "report.md"
+
+    def write_predictions(self, records: list[ResultRecord], model_name: str, rollouts: int) -> None:
         """GSO predictions, one file per rollout index (what `python -m harness grade` reads)."""
         by_index: dict[int, list[dict[str, Any]]] = {i: [] for i in range(rollouts)}
-        for record in sorted(records, key=lambda r: (r["rollout"], r["instance_id"])):
-            by_index.setdefault(record["rollout"], []).append(
-                {"instance_id": record["instance_id"], "model_patch": record.get("patch") or "",
+        for record in sorted(records, key=lambda r: (r.rollout, r.instance_id)):
+            by_index.setdefault(record.rollout, []).append(
+                {"instance_id": record.instance_id, "model_patch": record.patch or "",
                  "model_name_or_path": model_name})
         for index, rows in by_index.items():
-            write_text(self.root / "predictions" / f"rollout_{index}.jsonl",
-                       "".join(json.dumps(r) + "\n" for r in rows))
+            write_text(self.root / "predictions" / f"rollout_{index}.jsonl", "".join(json.dumps(r) + "\n" for r in rows))

@@ -18,15 +18,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.sandbox import TESTBED, Sandbox
-from harness.tasks import Task
+from harness.models.model import Model
+from harness.models.records import parse_arguments, tool_result
+from harness.sandbox.interface import TESTBED, Sandbox
+from harness.tasks.task import Task
 from scaffolds.codeact.editor import Editor
 from scaffolds.codeact.shell import PersistentShell
 from scaffolds.codeact.tools import (STOP, TOOLS, ToolError, complete_reply, describe_tools, parse_text_call,
                                      validate)
-from scaffolds.episode import (Episode, EpisodeEnd, Limits, Observation, Recorder, Stuck, Submitted,
-                               render_template, task_vars, truncate_middle)
-from scaffolds.model import Model, parse_arguments, tool_result
+from scaffolds.episode import Episode, Observation, Stuck, Submitted
+from scaffolds.limits import Limits
+from scaffolds.prompts import render_template, truncate_middle
+from scaffolds.recorder import Recorder
 
 PROMPTS = Path(__file__).parent / "prompts"
 THINK_REPLY = "Your thought has been logged."
@@ -94,10 +97,10 @@ class CodeActScaffold:
         native = self.config.native_tools if self.config.native_tools is not None else model.native_tools
         episode = _Run(self.config, rec, sandbox, native)
         episode.messages = self.first_messages(task, native)
-        return episode.run()
+        return rec.run(episode.loop, lambda: episode.messages, episode.shell.close)
 
     def first_messages(self, task: Task, native: bool) -> list[dict[str, Any]]:
-        variables = task_vars(task, TESTBED)
+        variables = task.prompt_vars(TESTBED)
         if not self.config.hint:
             variables["description"] = ""
         tools_text = "" if native else render_template(PROMPTS, "tools_text.j2", tools=describe_tools(),
@@ -117,19 +120,10 @@ class _Run:
         self.shell = PersistentShell(sandbox, config.no_output_timeout_s, TESTBED)
         self.editor = Editor(sandbox, config.editor_clip, TESTBED)
 
-    def run(self) -> Episode:
-        try:
-            self.shell.start()
-            while True:
-                self.step()
-        except Submitted as end:
-            return self.rec.finish(end, self.messages, end.message)
-        except EpisodeEnd as end:
-            return self.rec.finish(end, self.messages)
-        except Exception as exc:  # noqa: BLE001 - a crash ends this episode with its reason, not the run
-            return self.rec.finish(EpisodeEnd(f"{type(exc).__name__}: {exc}", "error"), self.messages)
-        finally:
-            self.shell.close()
+    def loop(self) -> None:
+        self.shell.start()
+        while True:
+            self.step()
 
     def step(self) -> None:
         reply = self.rec.query(self.messages, tools=TOOLS if self.native else None,

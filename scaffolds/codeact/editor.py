@@ -14,7 +14,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.sandbox import TESTBED, Sandbox
+from harness.sandbox.interface import TESTBED, Sandbox
 from scaffolds.codeact.tools import ToolError
 
 SNIPPET_CONTEXT = 4  # lines shown above and below an edit

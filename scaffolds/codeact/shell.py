@@ -17,7 +17,7 @@ import secrets
 import time
 from dataclasses import dataclass
 
-from harness.sandbox import TESTBED, Sandbox, Stream
+from harness.sandbox.interface import TESTBED, Sandbox, Stream
 
 CONTROL_KEYS = {"C-c": b"\x03", "C-d": b"\x04", "C-z": b"\x1a"}
 SHELL_ENV = {"TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat", "MANPAGER": "cat"}

@@ -11,7 +11,7 @@ Faithful to mini-swe-agent 2.x (see shared/scaffolds.md):
 - output over 10,000 chars shows the first and last 5,000; a command timeout is not fatal (code -1);
 - step, cost and wall-clock limits are checked before each model call (by the Recorder).
 Commands start through one launcher loop in the container instead of a `docker exec` each
-(`commands.py`): the agent sees the same fresh process per command, at a fraction of the cost.
+(`harness.sandbox.processes`): the agent sees the same fresh process per command, at a fraction of the cost.
 """
 from __future__ import annotations
 
@@ -21,12 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.sandbox import TESTBED, Sandbox
-from harness.tasks import Task
-from harness.processes import FreshProcesses
-from scaffolds.episode import (Episode, EpisodeEnd, FormatErrors, Limits, Observation, Recorder, Submitted,
-                               render_template, task_vars)
-from scaffolds.model import Model, ModelReply, ToolCall, parse_arguments, tool_result
+from harness.models.model import Model
+from harness.models.records import ModelReply, ToolCall, parse_arguments, tool_result
+from harness.sandbox.interface import TESTBED, Sandbox
+from harness.sandbox.processes import FreshProcesses
+from harness.tasks.task import Task
+from scaffolds.episode import Episode, FormatErrors, Observation, Submitted
+from scaffolds.limits import Limits
+from scaffolds.prompts import render_template
+from scaffolds.recorder import Recorder
 
 PROMPTS = Path(__file__).parent / "prompts"
 SENTINEL = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
@@ -72,7 +75,7 @@ class MiniSweScaffold:
         return render_template(PROMPTS, template, mode=self.config.mode, sentinel=SENTINEL, **variables)
 
     def _first_messages(self, task: Task) -> list[dict[str, Any]]:
-        variables = task_vars(task, TESTBED)
+        variables = task.prompt_vars(TESTBED)
         if not self.config.hint:
             variables["description"] = ""
         system = "system_aggressive.j2" if self.config.prompt == "aggressive" else "system.j2"
@@ -85,36 +88,32 @@ class MiniSweScaffold:
             stop: threading.Event | None = None) -> Episode:
         rec = Recorder(self.name, sandbox, model, limits, stop)
         messages = self._first_messages(task)
+        procs = FreshProcesses(sandbox, COMMAND_ENV)
+        return rec.run(lambda: self._loop(rec, procs, messages), lambda: messages, procs.close)
+
+    def _loop(self, rec: Recorder, procs: FreshProcesses, messages: list[dict[str, Any]]) -> None:
         tools = [BASH_TOOL] if self.config.mode == "tool" else None
         format_errors = 0
-        procs = FreshProcesses(sandbox, COMMAND_ENV)
-        try:
-            while True:
-                reply = rec.query(messages, tools=tools)
-                try:
-                    commands = self._parse(reply)
-                except FormatError as err:
-                    # The bad reply is not kept: the model sees only the error, and the call still counted.
-                    format_errors += 1
-                    rec.act({"format_error": str(err), "reply": reply.content}, Observation(str(err), len(str(err))))
-                    if format_errors >= self.config.max_format_errors:
-                        raise FormatErrors(f"{format_errors} format errors in a row: {err}") from None
-                    messages.append({"role": "user", "content": self._render("format_error.j2", problem=str(err))})
-                    continue
-                format_errors = 0
-                messages.append(reply.message)
-                for call_id, command in commands:
-                    shown = self._execute(rec, procs, command)
-                    if call_id is None:
-                        messages.append({"role": "user", "content": shown})
-                    else:
-                        messages.append(tool_result(ToolCall(call_id, "bash", ""), shown))
-        except Submitted as end:
-            return rec.finish(end, messages, submission=end.message)
-        except EpisodeEnd as end:
-            return rec.finish(end, messages)
-        finally:
-            procs.close()
+        while True:
+            reply = rec.query(messages, tools=tools)
+            try:
+                commands = self._parse(reply)
+            except FormatError as err:
+                # The bad reply is not kept: the model sees only the error, and the call still counted.
+                format_errors += 1
+                rec.act({"format_error": str(err), "reply": reply.content}, Observation(str(err), len(str(err))))
+                if format_errors >= self.config.max_format_errors:
+                    raise FormatErrors(f"{format_errors} format errors in a row: {err}") from None
+                messages.append({"role": "user", "content": self._render("format_error.j2", problem=str(err))})
+                continue
+            format_errors = 0
+            messages.append(reply.message)
+            for call_id, command in commands:
+                shown = self._execute(rec, procs, command)
+                if call_id is None:
+                    messages.append({"role": "user", "content": shown})
+                else:
+                    messages.append(tool_result(ToolCall(call_id, "bash", ""), shown))
 
     def _parse(self, reply: ModelReply) -> list[tuple[str | None, str]]:
         """The commands of a reply as (tool call id or None, command)."""

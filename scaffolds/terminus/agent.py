@@ -25,11 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.sandbox import Sandbox
-from harness.tasks import Task
-from scaffolds.episode import (Episode, EpisodeEnd, Limits, Observation, Recorder, Submitted, render_template,
-                               task_vars)
-from scaffolds.model import Model, litellm_module
+from harness.models.loader import litellm_module
+from harness.models.model import Model
+from harness.sandbox.interface import Sandbox
+from harness.tasks.task import Task
+from scaffolds.episode import Episode, EpisodeEnd, Observation, Submitted
+from scaffolds.exits import ExitReason
+from scaffolds.limits import Limits
+from scaffolds.prompts import render_template
+from scaffolds.recorder import Recorder
 from scaffolds.terminus.parsing import Command, ParseError, Reply, parse_reply
 from scaffolds.terminus.tmux import HEIGHT, WIDTH, Capture, TmuxSession, limit_output, new_output, terminal_text
 
@@ -62,16 +66,7 @@ class TerminusScaffold:
             stop: threading.Event | None = None) -> Episode:
         rec = Recorder(self.name, sandbox, model, limits, stop)
         episode = _Run(self.config, task, rec, TmuxSession(sandbox), _context_window(self.config, model))
-        try:
-            episode.loop()
-            end = EpisodeEnd("the loop ended without a reason")  # unreachable: loop() only raises
-        except EpisodeEnd as exc:
-            end = exc
-        except Exception as exc:  # noqa: BLE001 - a broken sandbox must still yield an Episode
-            end = EpisodeEnd(f"{type(exc).__name__}: {exc}", "error")
-        finally:
-            episode.term.close()
-        return rec.finish(end, episode.trajectory)
+        return rec.run(episode.loop, lambda: episode.trajectory, episode.term.close)
 
 
 def _context_window(config: TerminusConfig, model: Model) -> int | None:
@@ -113,7 +108,7 @@ class _Run:
         return render_template(PROMPTS, name, **variables)
 
     def task_prompt(self) -> str:
-        variables = task_vars(self.task)
+        variables = self.task.prompt_vars()
         compiled = bool(COMPILED & set(variables["languages"]))
         return self.render("task.j2", compiled=compiled, hint=self.config.hint, **variables)
 
@@ -146,7 +141,7 @@ class _Run:
                 continue
             terminal = self.execute(reply.commands)
             if reply.task_complete and pending_completion:
-                raise Submitted("the agent confirmed the task as complete")
+                raise Submitted("the agent confirmed the task as complete", submission="")
             pending_completion = reply.task_complete
             self.add(_user(self.observation(reply, terminal)))
 
@@ -165,7 +160,7 @@ class _Run:
             try:
                 reply = self.rec.query(self.conversation)
             except EpisodeEnd as end:
-                if end.reason != "context_window" or not self.drop_latest():
+                if end.reason != ExitReason.CONTEXT_WINDOW or not self.drop_latest():
                     raise
                 self.hand_off()
                 continue
@@ -237,7 +232,7 @@ class _Run:
             try:
                 return self.ask(self.conversation + list(earlier) + [_user(request)])
             except EpisodeEnd as end:
-                if end.reason != "context_window" or not self.drop_latest():
+                if end.reason != ExitReason.CONTEXT_WINDOW or not self.drop_latest():
                     raise
 
     def hand_off(self) -> None:

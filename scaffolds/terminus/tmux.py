@@ -15,7 +15,7 @@ import shlex
 import time
 from dataclasses import dataclass
 
-from harness.sandbox import ExecResult, Sandbox
+from harness.sandbox.interface import ExecResult, Sandbox, SandboxError
 
 SESSION = "terminus"
 WIDTH, HEIGHT = 160, 40
@@ -120,7 +120,7 @@ class TmuxSession:
     def close(self) -> None:
         try:
             self.sandbox.exec(f"tmux kill-session -t {self.target}", timeout=10)
-        except Exception:  # the container may already be gone; nothing left to kill then
+        except SandboxError:  # the container may already be gone; nothing left to kill then
             pass
 
     # -- commands

@@ -1,0 +1,13 @@
+"""The grader: a patch timed against the base code and the expert's change, judged with GSO's verdicts.
+
+config.py       GradeConfig (rounds, timing mode, statistic, p): the `grading` config schema too
+states.py       a code state in a fresh sandbox: patch cascade, rebuild, hidden tests, one test run
+perfkit.py      the GSO test protocol helper copied next to the hidden tests (runs in the container)
+timing.py       the rounds schedule, per-test estimates, bootstrap intervals
+grade.py        grade(): one patch -> one report with GSO's keys, statuses, scores and intervals
+predictions.py  GSO predictions files
+batch.py        many patches: predictions files (`harness grade`) and the suite check (`harness validate`)
+
+It depends on the sandbox side, the tasks, the metrics and (for a judge) the model layer; never on
+scaffolds/ or runner/.
+"""

@@ -1,0 +1,119 @@
+"""Grading many patches: predictions files (GSO's `grade`) and the suite's own check (`validate`)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.atomic import read_json, write_json
+from harness.grader.config import GradeConfig
+from harness.grader.grade import grade, patch_sha256
+from harness.grader.predictions import Prediction
+from harness.metrics.summary import Outcome, summarize
+from harness.tasks.task import Task
+
+Log = Callable[[str], None]
+
+
+def grade_predictions(rollouts: list[list[Prediction]], tasks: list[Task], images: dict[str, str],
+                      config: GradeConfig, out: Path, log: Log) -> dict[str, Any]:
+    """Grade every prediction of every rollout file; write one report each, then the summary.
+
+    A report already on disk for the same patch and grading config is reused (resume after a crash).
+    """
+    by_id = {t.id: t for t in tasks}
+    reports: list[dict[str, dict[str, Any]]] = []
+    for index, predictions in enumerate(rollouts):
+        done: dict[str, dict[str, Any]] = {}
+        for pred in predictions:
+            path = out / f"rollout_{index}" / pred.instance_id / "report.json"
+            report = _stored(path, pred, config)
+            if report is None:
+                log(f"rollout {index}: grading {pred.instance_id}")
+                report = grade(by_id[pred.instance_id], pred.model_patch, images[pred.instance_id], config,
+                               log=log)
+                report["model_name_or_path"] = pred.model_name_or_path
+                write_json(path, report, indent=2)
+            else:
+                log(f"rollout {index}: {pred.instance_id} already graded, reusing {path}")
+            done[pred.instance_id] = report
+        reports.append(done)
+    summary = summarize_reports(reports, [t.id for t in tasks], config.p)
+    write_json(out / "summary.json", summary, indent=2)
+    return summary
+
+
+def _stored(path: Path, pred: Prediction, config: GradeConfig) -> dict[str, Any] | None:
+    """A finished report for the same patch under the same grading settings, if one is on disk."""
+    report = read_json(path)
+    if not isinstance(report, dict):
+        return None
+    wanted = {"patch_sha256": patch_sha256(pred.model_patch), **config.fields()}
+    return report if all(report.get(k) == v for k, v in wanted.items()) else None
+
+
+def summarize_reports(reports: list[dict[str, dict[str, Any]]], task_ids: list[str], p: float) -> dict[str, Any]:
+    """The summary of graded predictions (harness.metrics.summary) over the selected tasks: rollout i is
+    predictions file i; a task without a prediction in a file is a failure. Predictions carry no cost."""
+    k = len(reports)
+
+    def outcome(report: dict[str, Any] | None) -> Outcome | None:
+        if report is None:
+            return None
+        return Outcome(solved=report.get("status") == "passed" and bool(report.get("opt_commit")),
+                       score=float(report.get("score") or 0.0))
+
+    per_task = {tid: [outcome(r.get(tid)) for r in reports] for tid in task_ids}
+    statuses: dict[str, int] = {}
+    for rollout in reports:
+        for report in rollout.values():
+            statuses[report["status"]] = statuses.get(report["status"], 0) + 1
+    opt_base = sum(bool(r.get("opt_base")) for rr in reports for r in rr.values())
+    return {
+        "tasks": len(task_ids), "rollouts": k, "p": p, **summarize(per_task).to_dict(),
+        "opt_base_rate": opt_base / (len(task_ids) * k),
+        "statuses": statuses,
+        "per_task": {tid: {"opt_commit": [bool(o and o.solved) for o in per_task[tid]],
+                           "score": [o.score if o else 0.0 for o in per_task[tid]]} for tid in task_ids},
+    }
+
+
+@dataclass
+class Validation:
+    """The gold (expert) and empty patch of one task, graded `repeat` times."""
+    task: str
+    gold: list[dict[str, Any]] = field(default_factory=list)
+    empty: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def gold_passes(self) -> bool:
+        return all(r.get("opt_commit") for r in self.gold)
+
+    @property
+    def empty_fails(self) -> bool:
+        return not any(r.get("opt_commit") for r in self.empty)
+
+    @property
+    def flips(self) -> int:
+        """Verdicts that changed between repeats (opt_base and opt_commit, gold and empty)."""
+        count = 0
+        for runs in (self.gold, self.empty):
+            for key in ("opt_base", "opt_commit"):
+                count += len({bool(r.get(key)) for r in runs}) > 1
+        return count
+
+
+def validate(tasks: list[Task], images: dict[str, str], config: GradeConfig, repeat: int, out: Path,
+             log: Log) -> list[Validation]:
+    results = []
+    for task in tasks:
+        result = Validation(task.id)
+        for attempt in range(repeat):
+            for kind, patch, bucket in (("gold", task.expert_patch, result.gold), ("empty", "", result.empty)):
+                log(f"[{task.id}] {kind} patch, attempt {attempt + 1}/{repeat}")
+                report = grade(task, patch, images[task.id], config, log=log)
+                write_json(out / task.id / f"{kind}_{attempt}.json", report, indent=2)
+                bucket.append(report)
+        results.append(result)
+    return results

@@ -1,0 +1,155 @@
+"""Putting a code state into a sandbox and running hidden performance tests in it.
+
+These are the steps the grader composes: apply a patch with GSO's cascade, rebuild, copy the hidden
+tests in (only now, never into an agent's container), run one test script under the GSO protocol and
+read back its `Execution time:` lines, and carry reference results from one container to another.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.sandbox.interface import Sandbox, is_excluded
+from harness.sandbox.processes import FreshProcesses
+from harness.tasks.task import Task
+
+HIDDEN_DIR = "/hidden_tests"
+REF_DIR = f"{HIDDEN_DIR}/refs"
+PATCH_PATH = "/tmp/.optrunner.patch"
+PERFKIT = Path(__file__).with_name("perfkit.py")
+# GSO's cascade: strict first, then progressively more forgiving.
+APPLY_CASCADE = (
+    "git apply --verbose {p}",
+    "git apply --verbose --ignore-space-change {p}",
+    "git apply --verbose --reject {p}",
+    "patch --batch --fuzz=5 -p1 -i {p}",
+)
+_FILE_SEP = "\x1eoptrunner-timing-file\x1e"  # between a test's own output and its timing file
+_TIME_LINE = re.compile(r"Execution time:\s*([0-9.eE+-]+)\s*s")
+
+
+class Stop(Exception):
+    """Ends a grading early with a GSO status and the reason."""
+
+    def __init__(self, status: str, reason: str) -> None:
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+
+
+class StepFailed(RuntimeError):
+    """A preparation or test step failed; `step` names it and `output` holds the tail of its output."""
+
+    def __init__(self, step: str, output: str) -> None:
+        super().__init__(f"{step} failed: {output.strip()[-300:]}")
+        self.step = step
+        self.output = output
+
+
+def reason_of(err: StepFailed, who: str) -> str:
+    tail = "\n".join(err.output.strip().splitlines()[-12:])
+    return f"{who}: {err.step} failed\n{tail}"
+
+
+def filter_patch(patch: str) -> str:
+    """Drop the per-file sections of a unified git diff that touch excluded paths."""
+    sections = re.split(r"(?m)^(?=diff --git )", patch)
+    kept = []
+    for section in sections:
+        match = re.match(r"diff --git a/(\S+) b/(\S+)", section)
+        if match and any(is_excluded(path) for path in match.groups()):
+            continue
+        kept.append(section)
+    return "".join(kept)
+
+
+def apply_patch(sandbox: Sandbox, patch: str, timeout: float = 120) -> str:
+    """Apply `patch` to /testbed; returns the command that worked, raises StepFailed if none did."""
+    patch = filter_patch(patch)
+    if not patch.strip():
+        return "empty patch"
+    sandbox.write_file(PATCH_PATH, patch if patch.endswith("\n") else patch + "\n")
+    outputs = []
+    for template in APPLY_CASCADE:
+        cmd = template.format(p=PATCH_PATH)
+        done = sandbox.exec(cmd, timeout=timeout)
+        if done.exit_code == 0:
+            return cmd
+        outputs.append(f"$ {cmd}\n{done.output.strip()[-400:]}")
+        sandbox.exec("git checkout -q -- . && git clean -fdq", timeout=timeout)
+    raise StepFailed("apply patch", "\n".join(outputs))
+
+
+def install(sandbox: Sandbox, task: Task, timeout: float = 600) -> None:
+    for cmd in task.install_commands:
+        done = sandbox.exec(cmd, timeout=timeout)
+        if done.exit_code != 0:
+            raise StepFailed(f"install command '{cmd}'", done.output)
+
+
+def install_tests(sandbox: Sandbox, task: Task) -> list[str]:
+    """Copy the hidden tests (and perfkit.py) into the sandbox; returns the test script names."""
+    for path in sorted(task.tests_dir.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            sandbox.write_file(f"{HIDDEN_DIR}/{path.relative_to(task.tests_dir)}", path.read_bytes())
+    sandbox.write_file(f"{HIDDEN_DIR}/perfkit.py", PERFKIT.read_bytes())
+    sandbox.exec(f"mkdir -p {REF_DIR}", timeout=30)
+    return [p.name for p in task.test_files]
+
+
+def run_test_script(state: "CodeState", test: str, mode: str | None, timeout: float) -> float:
+    """Run one hidden test as a fresh process; returns the mean of its `Execution time:` lines.
+
+    mode: "reference" stores the result, "eqcheck" compares with the stored one, None only times.
+    The timing file is printed after a separator by the same command, which saves a round trip.
+    """
+    stem = test.removesuffix(".py")
+    out = f"/tmp/.time_{stem}.txt"
+    flag = f"--{mode}" if mode else ""
+    cmd = (f"rm -f {out} && cd {HIDDEN_DIR} && python3 {shlex.quote(test)} {out} {flag} "
+           f"--file_prefix {REF_DIR}/{stem} && printf '\\036optrunner-timing-file\\036' && cat {out}")
+    done = state.procs.run(cmd, timeout)
+    output, sep, text = done.output.rpartition(_FILE_SEP)
+    if done.timed_out:
+        raise StepFailed(f"test {test} (timeout after {timeout:g}s)", done.output)
+    if not sep:
+        what = "equivalence check" if mode == "eqcheck" and "AssertionError" in done.output else "run"
+        raise StepFailed(f"test {test} ({what})", done.output)
+    if done.exit_code != 0:
+        raise StepFailed(f"test {test}", f"it wrote no timing file\n{output}")
+    times = [float(m.group(1)) for m in _TIME_LINE.finditer(text)]
+    if not times:
+        raise StepFailed(f"test {test}", f"no 'Execution time:' line in its output file: {text[:200]!r}")
+    return statistics.fmean(times)
+
+
+def copy_references(source: Sandbox, target: Sandbox) -> int:
+    """Carry the reference results stored by `--reference` runs to another container."""
+    listing = source.exec(f"cd {REF_DIR} && find . -maxdepth 1 -type f -printf '%f\\n'", timeout=30)
+    names = [line for line in listing.output.splitlines() if line.strip()]
+    for name in names:
+        target.write_file(f"{REF_DIR}/{name}", source.read_file(f"{REF_DIR}/{name}"))
+    return len(names)
+
+
+@dataclass(frozen=True)
+class CodeState:
+    """A container holding one version of the code (base, expert or a rollout's patch), ready to time.
+
+    Test runs go through `procs`, one launcher per container: a fresh process each, no `docker exec`.
+    """
+    name: str
+    sandbox: Sandbox
+    tests: tuple[str, ...]
+    procs: FreshProcesses  # its stream ends with the container
+
+
+def prepare_state(name: str, sandbox: Sandbox, task: Task, patch: str | None) -> CodeState:
+    if patch:
+        apply_patch(sandbox, patch)
+        install(sandbox, task)
+    tests = tuple(install_tests(sandbox, task))
+    # A fixed hash seed: string hashing otherwise changes dict/set layouts, and so timings, per process.
+    return CodeState(name, sandbox, tests, FreshProcesses(sandbox, {"PYTHONHASHSEED": "0"}, login=False))

@@ -1,0 +1,16 @@
+"""Metrics as pure functions: numbers in, numbers out. No I/O, no Docker.
+
+verdicts.py    speedups, gm/hm, GSO's opt_base and Opt_p, AutoLab's log-stretch score
+aggregates.py  Opt@K (unbiased and GSO's first-K), Avg@k, Best@k, Dominance
+summary.py     the one summary of a set of rollouts used by every report
+
+Definitions follow GSO and AutoLab exactly, so numbers stay comparable with the papers.
+"""
+from harness.metrics.aggregates import (avg_at_k, best_at_k, dominance, expected_max_of_k, opt_at_k, opt_at_k_first,
+                                        suite_opt_at_k)
+from harness.metrics.verdicts import (DEFAULT_P, MIN_OPT_SPEEDUP, OptStats, cv, gm, hm, log_stretch_score, mean,
+                                      opt_base, opt_base_from, opt_p, opt_p_from, opt_stats, opt_stats_from, speedups)
+
+__all__ = ["DEFAULT_P", "MIN_OPT_SPEEDUP", "OptStats", "avg_at_k", "best_at_k", "cv", "dominance", "expected_max_of_k",
+           "gm", "hm", "log_stretch_score", "mean", "opt_at_k", "opt_at_k_first", "opt_base", "opt_base_from", "opt_p",
+           "opt_p_from", "opt_stats", "opt_stats_from", "speedups", "suite_opt_at_k"]

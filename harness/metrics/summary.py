@@ -1,0 +1,99 @@
+"""The one summary of a set of rollouts: every headline number a report, an aggregate row or a graded
+predictions file shows, computed in one place so one name never means two numbers.
+
+- `opt_at_k[k]`: the unbiased estimate 1 - C(n-c, k)/C(n, k) of "at least one of k rollouts succeeds";
+- `opt_at_k_first[k]`: GSO's "any of the first k rollouts succeeded";
+- `avg_at_k[k]`, `best_at_k[k]`: AutoLab's mean and expected best score of k rollouts;
+- solved tasks, cost (total, per rollout, per solved task; unknown prices stay unknown), tokens.
+
+A planned rollout with no outcome counts as a failure with score 0 (as GSO counts a task with no
+prediction). Keys of the dicts are k as strings ("1", "2", ...), as they appear in JSON.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from harness.metrics.aggregates import avg_at_k, best_at_k, suite_opt_at_k
+
+TOKEN_KINDS = ("input", "cached", "cache_write", "output", "reasoning")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the summary needs of one finished rollout."""
+    solved: bool = False  # reached opt_commit (GSO's Opt) under the grading's p
+    score: float = 0.0  # AutoLab log-stretch score; 0 when not graded or failed
+    cost_usd: float | None = None  # None: the price is unknown
+    tokens: Mapping[str, int] = field(default_factory=dict)  # by TOKEN_KINDS
+    steps: int = 0
+    wall_time_s: float = 0.0
+
+
+@dataclass
+class Summary:
+    n_tasks: int
+    n_rollouts: int  # finished
+    n_planned: int
+    n_missing: int
+    opt_at_k: dict[str, float] | None  # None when not graded
+    opt_at_k_first: dict[str, float] | None
+    avg_at_k: dict[str, float] | None
+    best_at_k: dict[str, float] | None
+    solved_tasks: int | None
+    cost_usd: float | None
+    cost_known: bool
+    cost_per_rollout: float | None
+    cost_per_solved_task: float | None
+    tokens: dict[str, int]
+    mean_steps: float | None
+    wall_time_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def summarize(per_task: Mapping[str, Sequence[Outcome | None]], graded: bool = True,
+              ks: Sequence[int] | None = None) -> Summary:
+    """per_task[task] holds one slot per planned rollout (None where it has not finished). `ks`: the k
+    values to report (default 1..n, where n is the number of slots per task)."""
+    if not per_task:
+        raise ValueError("summary: no tasks")
+    n = len(next(iter(per_task.values())))
+    if any(len(slots) != n for slots in per_task.values()):
+        raise ValueError("summary: every task needs the same number of rollout slots")
+    ks = list(ks) if ks is not None else list(range(1, n + 1))
+    finished = [o for slots in per_task.values() for o in slots if o is not None]
+    success, score = successes(per_task), scores(per_task)
+    known = [o.cost_usd for o in finished if o.cost_usd is not None]
+    cost_known = len(known) == len(finished)
+    total = sum(known)
+    solved = sum(any(v) for v in success.values())
+
+    def per_k(fn: Any) -> dict[str, float] | None:
+        return {str(k): fn(k) for k in ks} if graded and n else None
+
+    return Summary(
+        n_tasks=len(per_task), n_rollouts=len(finished), n_planned=len(per_task) * n,
+        n_missing=len(per_task) * n - len(finished),
+        opt_at_k=per_k(lambda k: suite_opt_at_k(success, k)),
+        opt_at_k_first=per_k(lambda k: suite_opt_at_k(success, k, mode="first")),
+        avg_at_k=per_k(lambda k: avg_at_k(score, k)),
+        best_at_k=per_k(lambda k: best_at_k(score, k)),
+        solved_tasks=solved if graded else None,
+        cost_usd=total if known or not finished else None, cost_known=cost_known,
+        cost_per_rollout=total / len(finished) if finished and known else None,
+        cost_per_solved_task=total / solved if graded and solved and known else None,
+        tokens={kind: sum(int(o.tokens.get(kind, 0)) for o in finished) for kind in TOKEN_KINDS},
+        mean_steps=sum(o.steps for o in finished) / len(finished) if finished else None,
+        wall_time_s=sum(o.wall_time_s for o in finished),
+    )
+
+
+def successes(per_task: Mapping[str, Sequence[Outcome | None]]) -> dict[str, list[bool]]:
+    return {t: [bool(o and o.solved) for o in slots] for t, slots in per_task.items()}
+
+
+def scores(per_task: Mapping[str, Sequence[Outcome | None]]) -> dict[str, list[float]]:
+    return {t: [float(o.score) if o else 0.0 for o in slots] for t, slots in per_task.items()}

@@ -1,0 +1,11 @@
+"""The model layer: every LLM call of the project (scaffolds now, the grader's judge next).
+
+config.py    ModelConfig: provider model, key variable, price, timeouts, retries
+model.py     Model.query: one litellm call with retries on transient errors, a CallRecord per call
+records.py   Price, CallRecord, Usage, ToolCall, ModelReply and message helpers
+errors.py    ModelError and the transient / permanent classification
+loader.py    the lazy, quiet litellm import
+scripted/    offline scripted providers, registered with litellm when a scripted model is built
+
+It imports nothing from scaffolds/, runner/ or the grader, so each of them can use it.
+"""

@@ -1,0 +1,18 @@
+"""Scripted models (`scripted/oracle`, `noop`, `replay`, `script`): offline stand-ins for an LLM, for
+tests, demos and replays, priced so cost is never 0.
+
+steps.py     what each one does, bound from plain values (`Script`)
+replies.py   a step written in the scaffold's action format
+provider.py  the litellm provider, registered when a scripted model is built
+"""
+from __future__ import annotations
+
+from harness.models.scripted.provider import PROVIDER, PRICE, register
+from harness.models.scripted.steps import MODELS, Script, bind
+
+
+def is_scripted(model_name: str) -> bool:
+    return model_name.startswith(f"{PROVIDER}/")
+
+
+__all__ = ["MODELS", "PRICE", "PROVIDER", "Script", "bind", "is_scripted", "register"]

@@ -1,0 +1,77 @@
+"""What scripted models do, as abstract steps: the oracle, noop, replay and given scripts.
+
+Steps (dicts): {"bash": CMD, "duration": S?}, {"write": PATH, "text": TEXT}, {"finish": MESSAGE},
+{"raw": {"content": ..., "tool_calls": [{"name", "arguments"}]}}, {"fault": KIND} with KIND in
+malformed, multi, bad_args, missing_arg, unknown_tool, {"error": STATUS, "retry_after": S?};
+any step may carry "delay_s" (a slow reply). `replies.py` writes a step in the scaffold's format.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+MODELS = ("oracle", "noop", "replay", "script")
+WORKDIR = "/testbed"
+
+
+def oracle_steps(patch: str, install_commands: Sequence[str] = (), spec_script: str = "") -> list[dict[str, Any]]:
+    """What a competent agent does, in abstract actions: explore, apply `patch` (its effect on the
+    repository), rebuild with `install_commands`, run the specification script, finish."""
+    if not patch.endswith("\n"):
+        patch += "\n"
+    steps: list[dict[str, Any]] = [
+        {"bash": f"cd {WORKDIR} && git status --short && ls"},
+        {"write": "/tmp/optimization.patch", "text": patch},
+        {"bash": f"cd {WORKDIR} && git apply --whitespace=nowarn /tmp/optimization.patch && git status --short"},
+    ]
+    if install_commands:
+        steps.append({"bash": f"cd {WORKDIR} && " + " && ".join(install_commands), "duration": 5})
+    steps.append({"write": "/tmp/spec_timing.py", "text": spec_script})
+    steps.append({"bash": f"cd {WORKDIR} && python3 /tmp/spec_timing.py", "duration": 5})
+    steps.append({"finish": "Applied the optimization, rebuilt, and checked the specification script."})
+    return steps
+
+
+def noop_steps() -> list[dict[str, Any]]:
+    return [{"finish": "No changes."}]
+
+
+def replay_steps(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Steps that reproduce the assistant turns of a trajectory (OpenAI-format messages)."""
+    steps = []
+    for message in messages:
+        if message.get("role") != "assistant":
+            continue
+        calls = [{"name": c["function"]["name"], "arguments": c["function"]["arguments"]}
+                 for c in message.get("tool_calls") or []]
+        steps.append({"raw": {"content": message.get("content") or "", "tool_calls": calls}})
+    return steps
+
+
+@dataclass(frozen=True)
+class Script:
+    """The plain values a scripted model plays from, given by whoever builds it (never a task object)."""
+    patch: str | None = None  # oracle: the change to make
+    install_commands: tuple[str, ...] = ()  # oracle: the rebuild after the change
+    spec_script: str = ""  # oracle: the specification script it runs
+    trajectory: list[dict[str, Any]] | None = None  # replay: OpenAI-format messages of a saved trajectory
+    steps: list[dict[str, Any]] | None = None  # script: the steps themselves
+
+
+def bind(name: str, script: Script) -> dict[str, Any]:
+    """The `extra_body` a scripted model needs: its steps."""
+    short = name.split("/", 1)[-1]
+    if short == "script":
+        return {"steps": list(script.steps or [])}
+    if short == "oracle":
+        if script.patch is None:
+            raise ValueError("the oracle model needs a patch to apply")
+        return {"steps": oracle_steps(script.patch, script.install_commands, script.spec_script)}
+    if short == "noop":
+        return {"steps": noop_steps()}
+    if short == "replay":
+        if script.trajectory is None:
+            raise ValueError("the replay model needs a trajectory to replay")
+        return {"steps": replay_steps(script.trajectory)}
+    raise ValueError(f"unknown scripted model {name!r}; known: {', '.join(MODELS)}")

@@ -1,0 +1,89 @@
+"""Make sure a Docker engine answers, starting one on Debian-as-root if needed.
+
+Standard library only (and the interface's errors, also standard library), so `make` can run it before
+the virtualenv exists:
+    python3 -m harness.sandbox.docker.engine
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harness.sandbox.interface import SandboxUnavailable
+
+WAIT_SECONDS = 60
+LOG = Path("/var/log/dockerd-harness.log")
+
+
+class DockerUnavailable(SandboxUnavailable):
+    """The engine is not running and this machine cannot start it for us."""
+
+
+def engine_answers() -> bool:
+    if not shutil.which("docker"):
+        return False
+    probe = subprocess.run(["docker", "info"], capture_output=True, timeout=30)
+    return probe.returncode == 0
+
+
+def _is_debian_root() -> bool:
+    return os.geteuid() == 0 and Path("/etc/debian_version").exists()
+
+
+def _say(msg: str) -> None:
+    print(f"[docker] {msg}", file=sys.stderr, flush=True)
+
+
+def _install_engine() -> None:
+    _say("installing docker.io with apt-get (engine missing)")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "docker.io"]):
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+            raise DockerUnavailable(f"'{' '.join(cmd)}' failed: {tail[0]}")
+
+
+def _start_daemon() -> None:
+    _say(f"starting dockerd in the background (log: {LOG})")
+    log = open(LOG, "ab")
+    # start_new_session: the daemon must outlive make/pytest and ignore their Ctrl-C.
+    subprocess.Popen(["dockerd"], stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def ensure_engine(wait_seconds: float = WAIT_SECONDS) -> str:
+    """Return a short description of what was done; raise DockerUnavailable with a one-line reason."""
+    if engine_answers():
+        return "engine already running"
+    if not _is_debian_root():
+        raise DockerUnavailable(
+            "cannot reach a Docker engine ('docker info' failed): start Docker (e.g. 'sudo systemctl start docker') "
+            "or give this user access to it, then retry"
+        )
+    if not shutil.which("dockerd"):
+        _install_engine()
+    if not engine_answers():
+        _start_daemon()
+    deadline = time.monotonic() + wait_seconds
+    while time.monotonic() < deadline:
+        if engine_answers():
+            return "engine started"
+        time.sleep(1)
+    raise DockerUnavailable(f"dockerd did not answer within {wait_seconds:.0f}s; see {LOG}")
+
+
+def main() -> int:
+    try:
+        _say(ensure_engine())
+    except DockerUnavailable as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

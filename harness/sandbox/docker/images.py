@@ -1,0 +1,241 @@
+"""Images, built offline and cached by content hash.
+
+Two layers:
+- the base image: Debian with python3/numpy/gcc/git/tmux. It comes from a registry tag when one can
+  be pulled, otherwise from debootstrap + `docker import` (no registry on air-gapped machines);
+- one image per task: base + /testbed, a git repository whose ONLY commit is the task's base tree,
+  built with the task's setup_commands and install_commands. Nothing of the expert change or the
+  hidden tests goes in.
+
+Every tag carries a hash of all its inputs, so an unchanged image is reused and a changed one is
+rebuilt. Builds run as exec steps in a container that is then committed, so a failing step can be
+named precisely (task, command, output tail).
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import docker
+import docker.errors
+from docker.models.containers import Container
+
+from harness.sandbox.docker.containers import LABEL
+from harness.sandbox.interface import DEFAULT_BASE_IMAGE, ImageBuildError
+from harness.tasks.task import Task
+
+RECIPE_VERSION = "1"  # bump when the build steps below change meaning
+BASE_PACKAGES = (
+    "python3", "python3-dev", "python3-numpy", "build-essential", "git", "patch", "tmux", "procps",
+    "ca-certificates",
+)
+DEBIAN_SUITE = "bookworm"
+DEBIAN_MIRROR = "http://deb.debian.org/debian"
+IMAGE_ENV = {"PYTHONPATH": "/testbed", "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
+# Fixed identity and dates make the base commit's sha the same on every machine.
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "optrunner", "GIT_AUTHOR_EMAIL": "optrunner@localhost",
+    "GIT_COMMITTER_NAME": "optrunner", "GIT_COMMITTER_EMAIL": "optrunner@localhost",
+    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
+}
+BASE_COMMIT_LABEL = "optrunner.base_commit"
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class BaseImageSpec:
+    base: str = DEFAULT_BASE_IMAGE  # registry tag; debootstrap is the fallback
+    packages: tuple[str, ...] = BASE_PACKAGES
+    env: dict[str, str] = field(default_factory=lambda: dict(IMAGE_ENV))
+
+    def tag(self) -> str:
+        digest = _digest(json.dumps(
+            {"v": RECIPE_VERSION, "base": self.base, "packages": sorted(self.packages), "env": self.env,
+             "suite": DEBIAN_SUITE}, sort_keys=True).encode())
+        return f"optrunner/base:{digest}"
+
+
+def _digest(*chunks: bytes) -> str:
+    h = hashlib.sha256()
+    for chunk in chunks:
+        h.update(len(chunk).to_bytes(8, "little"))
+        h.update(chunk)
+    return h.hexdigest()[:16]
+
+
+def _tail(text: str, lines: int = 15) -> str:
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def image_exists(client: docker.DockerClient, tag: str) -> bool:
+    try:
+        client.images.get(tag)
+        return True
+    except docker.errors.ImageNotFound:
+        return False
+
+
+def _run_step(container: Container, cmd: str, what: str, env: dict[str, str] | None = None,
+              workdir: str = "/") -> str:
+    code, out = container.exec_run(["bash", "-lc", cmd], environment=env, workdir=workdir)
+    text = out.decode("utf-8", errors="replace") if out else ""
+    if code != 0:
+        raise ImageBuildError(f"{what}: command failed (exit {code}): {cmd}\n{_tail(text)}")
+    return text
+
+
+def _commit(container: Container, tag: str, env: dict[str, str], labels: dict[str, str]) -> None:
+    repo, _, version = tag.partition(":")
+    changes = [f"ENV {k}={v}" for k, v in env.items()] + ["WORKDIR /testbed", 'CMD ["sleep", "infinity"]']
+    changes += [f'LABEL {k}="{v}"' for k, v in labels.items()]
+    container.commit(repository=repo, tag=version, changes=changes)
+
+
+def _scratch_container(client: docker.DockerClient, image: str, network: bool) -> Container:
+    return client.containers.run(
+        image, ["sleep", "infinity"], detach=True, labels={LABEL: "build"},
+        network_mode=None if network else "none",
+    )
+
+
+# ---------------------------------------------------------------- base image
+
+def ensure_base_image(client: docker.DockerClient, spec: BaseImageSpec, progress: Progress = print) -> str:
+    tag = spec.tag()
+    if image_exists(client, tag):
+        return tag
+    root = _root_from_registry(client, spec, progress) or _root_from_debootstrap(client, spec, progress)
+    container = _scratch_container(client, root, network=False)
+    try:
+        _run_step(container, "git config --system init.defaultBranch main && mkdir -p /testbed /workspace",
+                  "base image")
+        _commit(container, tag, spec.env, {LABEL: "base"})
+    finally:
+        container.remove(force=True)
+    progress(f"base image ready: {tag}")
+    return tag
+
+
+def _root_from_registry(client: docker.DockerClient, spec: BaseImageSpec, progress: Progress) -> str | None:
+    progress(f"base image: pulling {spec.base}")
+    try:
+        client.images.pull(spec.base)
+    except docker.errors.APIError as err:
+        reason = (getattr(err, "explanation", None) or str(err)).splitlines()[0][:160]
+        progress(f"base image: pull failed ({reason}); falling back to debootstrap")
+        return None
+    root_tag = f"optrunner/root:{spec.tag().split(':')[1]}"
+    container = _scratch_container(client, spec.base, network=True)
+    try:
+        progress(f"base image: apt-get install {' '.join(spec.packages)}")
+        _run_step(container, "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "
+                  f"--no-install-recommends {' '.join(spec.packages)} && rm -rf /var/lib/apt/lists/*",
+                  "base image")
+        _commit(container, root_tag, {}, {LABEL: "root"})
+    finally:
+        container.remove(force=True)
+    return root_tag
+
+
+def _root_from_debootstrap(client: docker.DockerClient, spec: BaseImageSpec, progress: Progress) -> str:
+    root_tag = f"optrunner/root:{spec.tag().split(':')[1]}"
+    if image_exists(client, root_tag):
+        return root_tag
+    if not shutil.which("debootstrap"):
+        if os.geteuid() != 0:
+            raise ImageBuildError("base image: the registry is unreachable and debootstrap is not installed; "
+                                  "install it (apt-get install debootstrap) or pass a reachable --base-image")
+        progress("base image: installing debootstrap")
+        _host("apt-get install -y -qq debootstrap", "base image: installing debootstrap",
+              env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+    with tempfile.TemporaryDirectory(prefix="optrunner-rootfs-") as tmp:
+        rootfs = Path(tmp) / "rootfs"
+        progress(f"base image: debootstrap {DEBIAN_SUITE} (about a minute)")
+        _host(f"debootstrap --variant=minbase --include={','.join(spec.packages)} {DEBIAN_SUITE} {rootfs} "
+              f"{DEBIAN_MIRROR}", "base image: debootstrap")
+        _host(f"rm -rf {rootfs}/var/cache/apt/archives/*.deb {rootfs}/var/lib/apt/lists/*", "base image: clean")
+        progress(f"base image: docker import as {root_tag}")
+        _host(f"tar -C {rootfs} -c . | docker import - {root_tag}", "base image: docker import")
+    return root_tag
+
+
+def _host(cmd: str, what: str, env: dict[str, str] | None = None) -> None:
+    done = subprocess.run(["bash", "-c", f"set -o pipefail; {cmd}"], capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        raise ImageBuildError(f"{what}: command failed (exit {done.returncode}): {cmd}\n"
+                              f"{_tail(done.stdout + done.stderr)}")
+
+
+# ---------------------------------------------------------------- task images
+
+def _repo_files(task: Task) -> list[Path]:
+    return sorted(p for p in task.repo_dir.rglob("*")
+                  if p.is_file() and "__pycache__" not in p.parts and ".git" not in p.parts)
+
+
+def task_image_tag(task: Task, base_tag: str) -> str:
+    chunks = [RECIPE_VERSION.encode(), base_tag.encode(),
+              json.dumps([task.setup_commands, task.install_commands]).encode()]
+    for path in _repo_files(task):
+        chunks += [str(path.relative_to(task.repo_dir)).encode(), path.read_bytes(),
+                   str(os.access(path, os.X_OK)).encode()]
+    return f"optrunner/task-{task.id}:{_digest(*chunks)}"
+
+
+def _repo_tar(task: Task) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for path in _repo_files(task):
+            info = tar.gettarinfo(str(path), arcname=str(path.relative_to(task.repo_dir)))
+            info.uid = info.gid = 0
+            info.uname = info.gname = "root"
+            with open(path, "rb") as fh:
+                tar.addfile(info, fh)
+    return buf.getvalue()
+
+
+def ensure_task_image(client: docker.DockerClient, task: Task, base_tag: str, progress: Progress = print) -> str:
+    tag = task_image_tag(task, base_tag)
+    if image_exists(client, tag):
+        return tag
+    progress(f"[{task.id}] building {tag}")
+    container = _scratch_container(client, base_tag, network=True)
+    try:
+        container.put_archive("/testbed", _repo_tar(task))
+        sha = _run_step(container, "git init -q && git add -A && git commit -q -m 'base commit' && "
+                        "git rev-parse HEAD", f"task {task.id}: git init", env=GIT_ENV, workdir="/testbed")
+        for kind, commands in (("setup", task.setup_commands), ("install", task.install_commands)):
+            for cmd in commands:
+                progress(f"[{task.id}] {kind}: {cmd}")
+                _run_step(container, cmd, f"task {task.id}: {kind} command", workdir="/testbed")
+        _commit(container, tag, {}, {LABEL: "task", "optrunner.task": task.id,
+                                     BASE_COMMIT_LABEL: sha.strip().splitlines()[-1]})
+    finally:
+        container.remove(force=True)
+    progress(f"[{task.id}] ready")
+    return tag
+
+
+def base_commit_of(client: docker.DockerClient, tag: str) -> str:
+    labels = client.images.get(tag).labels or {}
+    if BASE_COMMIT_LABEL not in labels:
+        raise ImageBuildError(f"image {tag} has no {BASE_COMMIT_LABEL} label: "
+                              "rebuild it with 'python -m harness build'")
+    return labels[BASE_COMMIT_LABEL]
+
+
+def ensure_images(client: docker.DockerClient, tasks: list[Task], spec: BaseImageSpec | None = None,
+                  progress: Progress = print) -> dict[str, str]:
+    """Build (or reuse) the base image and every task's image; returns task id -> image tag."""
+    base = ensure_base_image(client, spec or BaseImageSpec(), progress)
+    return {task.id: ensure_task_image(client, task, base, progress) for task in tasks}

@@ -1,0 +1,235 @@
+"""`DockerSandbox`: the sandbox interface on a Docker container, through docker-py.
+
+Guarantees:
+- a command's timeout really stops it: it runs under the container's own `timeout -k 5`, which kills
+  its whole process group; a host-side backstop kills the container if an exec wedges anyway;
+- no network by default; CPU, memory (no swap) and pids limits; our labels on every container, and
+  removal on close(), at exit and on signals (`containers`);
+- output is decoded without ever failing on non-UTF-8 bytes and capped (head + tail kept) at
+  `limits.max_output_bytes`;
+- every docker-py or connection failure surfaces as `SandboxError` (one line), never as docker-py's own.
+"""
+from __future__ import annotations
+
+import io
+import tarfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import PurePosixPath
+
+import docker
+import docker.errors
+import requests.exceptions
+from docker.models.containers import Container
+
+from harness.sandbox.docker.containers import LABEL, OWNER_LABEL, docker_client, owner_id, track, untrack
+from harness.sandbox.docker.images import BASE_COMMIT_LABEL
+from harness.sandbox.docker.stream import DockerStream
+from harness.sandbox.interface import (DIFF_EXCLUDES, TESTBED, ExecResult, OutputCapture, SandboxError,
+                                       SandboxLimits)
+
+KILL_GRACE = 5  # seconds between TERM and KILL inside the container
+BACKSTOP_GRACE = 15  # extra seconds the host waits before declaring an exec wedged
+ENGINE_ERRORS = (docker.errors.DockerException, requests.exceptions.ConnectionError)
+
+
+@contextmanager
+def engine_errors() -> Iterator[None]:
+    """docker-py's and the connection's exceptions, as the interface's one SandboxError."""
+    try:
+        yield
+    except ENGINE_ERRORS as err:
+        raise SandboxError(f"docker: {_first_line(err)}") from None
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return (text.splitlines()[0] if text else type(err).__name__)[:300]
+
+
+class DockerSandbox:
+    """A running container from a task image. Use `DockerSandbox.start(image)`; always `close()`."""
+
+    def __init__(self, container: Container, client: docker.DockerClient, base_commit: str | None,
+                 limits: SandboxLimits) -> None:
+        self.container = container
+        self.base_commit = base_commit
+        self.limits = limits
+        self._client = client
+        self._closed = False
+
+    @classmethod
+    def start(cls, image: str, limits: SandboxLimits | None = None, labels: dict[str, str] | None = None,
+              client: docker.DockerClient | None = None) -> "DockerSandbox":
+        limits = limits or SandboxLimits()
+        with engine_errors():
+            client = client or docker_client()
+            base_commit = _image_labels(client, image).get(BASE_COMMIT_LABEL)
+            all_labels = {LABEL: "sandbox", OWNER_LABEL: owner_id(), **(labels or {})}
+            container = client.containers.run(
+                image, ["sleep", "infinity"], detach=True, init=True, labels=all_labels,
+                network_mode=None if limits.network else "none",
+                mem_limit=limits.memory, memswap_limit=limits.memory, pids_limit=limits.pids,
+                nano_cpus=int(limits.cpus * 1e9), working_dir=TESTBED,
+            )
+        track(container)
+        return cls(container, client, base_commit, limits)
+
+    # -- exec
+
+    def exec(self, cmd: str, timeout: float = 60, cwd: str | None = None,
+             env: dict[str, str] | None = None) -> ExecResult:
+        if self._closed:
+            raise SandboxError("sandbox is closed")
+        argv = ["timeout", "-k", str(KILL_GRACE), f"{timeout:g}", "bash", "-lc", cmd]
+        capture = OutputCapture(self.limits.max_output_bytes)
+        outcome: dict[str, object] = {}
+        started = time.monotonic()
+
+        def run() -> None:
+            api = self._client.api
+            try:
+                exec_id = api.exec_create(self.container.id, argv, workdir=cwd or TESTBED, environment=env)["Id"]
+                for chunk in api.exec_start(exec_id, stream=True):
+                    capture.add(chunk)
+                outcome["exit_code"] = api.exec_inspect(exec_id)["ExitCode"]
+            except ENGINE_ERRORS as err:  # reported by the caller's thread
+                outcome["error"] = _first_line(err)
+
+        # A daemon thread, so a wedged exec can never hold up interpreter exit (and container removal).
+        worker = threading.Thread(target=run, daemon=True)
+        worker.start()
+        worker.join(timeout + KILL_GRACE + BACKSTOP_GRACE)
+        if "error" in outcome:
+            raise SandboxError(f"docker: {outcome['error']}")
+        duration = time.monotonic() - started
+        if worker.is_alive():  # the in-container timeout did not end it: stop the container itself
+            self._kill()
+            return ExecResult(capture.text() + "\n[exec wedged: container killed]", -1, True, duration,
+                              capture.truncated)
+        code = int(outcome.get("exit_code", -1))  # type: ignore[call-overload]
+        # timeout(1) exits 124 (TERM worked) or 137 (needed KILL); an OOM kill is also 137, but early.
+        timed_out = code in (124, 137) and duration >= timeout * 0.98
+        return ExecResult(capture.text(), code, timed_out, duration, capture.truncated)
+
+    def open_stream(self, cmd: list[str], tty: bool = True, env: dict[str, str] | None = None,
+                    workdir: str | None = None) -> DockerStream:
+        """Start `cmd` in the container with stdin attached and return a stream to it. The process lives
+        until it exits or the container goes; closing the stream closes its stdin (and its tty)."""
+        if self._closed:
+            raise SandboxError("sandbox is closed")
+        api = self._client.api
+        with engine_errors():
+            exec_id = api.exec_create(self.container.id, cmd, stdin=True, tty=tty, environment=env,
+                                      workdir=workdir or TESTBED)["Id"]
+            sock = api.exec_start(exec_id, tty=tty, socket=True)
+        return DockerStream(api, exec_id, sock, tty)
+
+    def _kill(self) -> None:
+        """Last resort for a wedged exec (a frozen or paused container): the container is lost."""
+        try:
+            self.container.reload()
+            if self.container.status == "paused":
+                self.container.unpause()
+            self.container.kill()
+        except docker.errors.APIError:
+            with engine_errors():
+                self.container.remove(force=True)
+
+    # -- files
+
+    def read_file(self, path: str) -> bytes:
+        try:
+            stream, _stat = self.container.get_archive(path)
+            data = b"".join(stream)
+        except docker.errors.NotFound:
+            raise FileNotFoundError(path) from None
+        except ENGINE_ERRORS as err:
+            raise SandboxError(f"docker: {_first_line(err)}") from None
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            member = tar.next()
+            if member is None or not member.isfile():
+                raise IsADirectoryError(path)
+            extracted = tar.extractfile(member)
+            assert extracted is not None
+            return extracted.read()
+
+    def write_file(self, path: str, contents: str | bytes) -> None:
+        data = contents.encode() if isinstance(contents, str) else contents
+        target = PurePosixPath(path if path.startswith("/") else f"{TESTBED}/{path}")
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            info = tarfile.TarInfo(target.name)
+            info.size, info.mode, info.mtime = len(data), 0o644, int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+        try:
+            self.container.put_archive(str(target.parent), buf.getvalue())
+        except docker.errors.NotFound:
+            self.exec(f"mkdir -p '{target.parent}'", timeout=30)
+            with engine_errors():
+                self.container.put_archive(str(target.parent), buf.getvalue())
+        except ENGINE_ERRORS as err:
+            raise SandboxError(f"docker: {_first_line(err)}") from None
+
+    # -- patch
+
+    def diff(self) -> str:
+        """The change to /testbed since the base commit, as a patch `git apply` accepts.
+
+        Uses a scratch index so the agent's own index and commits are irrelevant and untouched; binary
+        files and build/tooling paths are left out, as GSO and OpenHands do.
+        """
+        if not self.base_commit:
+            raise SandboxError("the image has no base commit label; build it with 'python -m harness build'")
+        excludes = " ".join(f"':(exclude,glob)**/{p}' ':(exclude,glob)**/{p}/**'" for p in DIFF_EXCLUDES)
+        script = f"""set -e
+export GIT_INDEX_FILE=$(mktemp)
+trap 'rm -f "$GIT_INDEX_FILE"' EXIT
+git read-tree {self.base_commit}
+git add -A -- . {excludes}
+git diff --cached --numstat --no-renames -z {self.base_commit} |
+  while IFS=$'\\t' read -r -d '' added deleted name; do
+    if [ "$added" = "-" ]; then git reset -q {self.base_commit} -- "$name"; fi
+  done
+git diff --cached --no-color --no-renames {self.base_commit} > /tmp/.optrunner.diff
+"""
+        done = self.exec(script, timeout=120, cwd=TESTBED)
+        if done.exit_code != 0:
+            raise SandboxError(f"git diff failed in the sandbox: {done.output.strip()[-500:]}")
+        return self.read_file("/tmp/.optrunner.diff").decode("utf-8", errors="replace")
+
+    def pin(self, cpuset: str) -> None:
+        """Move the running container (and every process in it) onto these CPUs, e.g. "1" (`Pinnable`)."""
+        with engine_errors():
+            self.container.update(cpuset_cpus=cpuset)
+
+    # -- lifetime
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        untrack(self.container)
+        try:
+            self.container.remove(force=True)
+        except docker.errors.NotFound:
+            pass
+        except ENGINE_ERRORS as err:
+            raise SandboxError(f"docker: {_first_line(err)}") from None
+
+    def __enter__(self) -> "DockerSandbox":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_label_cache: dict[str, dict[str, str]] = {}
+
+
+def _image_labels(client: docker.DockerClient, image: str) -> dict[str, str]:
+    if image not in _label_cache:
+        _label_cache[image] = client.images.get(image).labels or {}
+    return _label_cache[image]

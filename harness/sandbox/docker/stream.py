@@ -1,0 +1,79 @@
+"""A byte stream to a long-lived process in a Docker container, over the exec API's hijacked socket."""
+from __future__ import annotations
+
+import select
+import socket
+import struct
+import time
+
+import docker
+import docker.errors
+
+from harness.sandbox.interface import SandboxError
+
+
+class DockerStream:
+    """A byte stream to a long-lived process in the container (a persistent shell, a REPL).
+
+    Built on the exec API's hijacked socket, read with select, so one round trip costs a write and a
+    read, not a new `docker exec`. With a tty, stdout and stderr arrive merged and raw; without one,
+    Docker frames each chunk with an 8-byte header, which `recv` strips.
+    """
+
+    def __init__(self, api: docker.APIClient, exec_id: str, sock: object, tty: bool) -> None:
+        self._api, self.exec_id, self._tty = api, exec_id, tty
+        self._holder = sock  # keeps the HTTP response (and so the connection) alive
+        self._sock: socket.socket = getattr(sock, "_sock", sock)  # type: ignore[assignment]
+        self._frames = bytearray()  # undecoded multiplexed bytes (no tty)
+        self.closed = False
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+    def send(self, data: bytes) -> None:
+        self._sock.sendall(data)
+
+    def recv(self, timeout: float) -> bytes:
+        """What arrived within `timeout` seconds (b"" if nothing did). EOFError when the process is gone."""
+        deadline = time.monotonic() + max(0.0, timeout)
+        while True:
+            ready, _, _ = select.select([self._sock], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                return b""
+            chunk = self._sock.recv(65536)
+            if not chunk:
+                raise EOFError("the process behind the stream has exited")
+            if self._tty:
+                return chunk
+            data = self._demux(chunk)
+            if data or time.monotonic() >= deadline:
+                return data
+
+    def _demux(self, chunk: bytes) -> bytes:
+        self._frames += chunk
+        out = bytearray()
+        while len(self._frames) >= 8:
+            size = struct.unpack(">I", self._frames[4:8])[0]
+            if len(self._frames) < 8 + size:
+                break
+            out += self._frames[8:8 + size]
+            del self._frames[:8 + size]
+        return bytes(out)
+
+    def exit_code(self) -> int | None:
+        """The process's exit code, or None while it runs."""
+        try:
+            info = self._api.exec_inspect(self.exec_id)
+        except docker.errors.DockerException as err:
+            raise SandboxError(f"docker: {str(err).splitlines()[0][:300]}") from None
+        return None if info.get("Running") else info.get("ExitCode")
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # already disconnected
+        self._sock.close()

@@ -1,0 +1,144 @@
+"""The sandbox interface: all that scaffolds and the grader know about where commands run.
+
+A `Sandbox` runs commands against a task's /testbed (`exec`), moves files in and out, opens a byte
+stream to a long-lived process (a persistent shell, a launcher loop), reports the diff against the base
+commit and is closed once. A provider (`harness.sandbox.providers`) starts sandboxes from task images.
+
+Documented errors: every failure of the machinery behind a sandbox (the engine, a container that died)
+is a `SandboxError`; callers catch that one class and never a provider's own exceptions. A missing file
+is `FileNotFoundError`, a directory where a file was expected `IsADirectoryError`. A command that fails
+is not an error: it is an `ExecResult` with its exit code.
+
+Standard library only: the runner's config and `--help` import this module.
+"""
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+TESTBED = "/testbed"
+# Paths left out of every diff (tooling and build output, not source), as GSO and OpenHands do.
+DIFF_EXCLUDES = (".venv", ".git", "__pycache__", "*.egg-info", "*.pyc")
+# The same paths as globs over a repository-relative path (GSO's exclusions for patches).
+EXCLUDED_GLOBS = tuple(g for p in DIFF_EXCLUDES for g in (p, f"{p}/*", f"*/{p}", f"*/{p}/*"))
+DEFAULT_BASE_IMAGE = "debian:bookworm-slim"  # what task images build on; providers may fall back offline
+MAX_OUTPUT_BYTES = 1_000_000  # default cap on what one command's output keeps: the head and the tail halves
+
+
+def is_excluded(path: str) -> bool:
+    """True for a path no diff shows and no patch may touch: tooling and build output, not source."""
+    return any(fnmatch.fnmatch(path, glob) for glob in EXCLUDED_GLOBS)
+
+
+class SandboxError(RuntimeError):
+    """The sandbox machinery failed (engine unreachable, container gone, exec wedged): infrastructure,
+    not the agent's or the patch's doing. The message is one line saying what failed."""
+
+
+class SandboxUnavailable(SandboxError):
+    """This machine cannot start sandboxes (no engine, no access); the message says how to fix it."""
+
+
+class ImageBuildError(SandboxError):
+    """Building a task's image failed; the first line names what failed, the output tail follows."""
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    output: str  # stdout and stderr, interleaved as produced
+    exit_code: int
+    timed_out: bool
+    duration: float
+    truncated: bool = False
+
+
+@dataclass
+class SandboxLimits:
+    """Resources of one sandbox; also the Hydra schema of the `sandbox` config group (with base_image)."""
+    cpus: float = 1.0
+    memory: str = "4g"
+    pids: int = 1024
+    network: bool = False
+    max_output_bytes: int = MAX_OUTPUT_BYTES  # per command, on every exec path
+
+
+@runtime_checkable
+class Stream(Protocol):
+    """A byte stream to a long-lived process in the sandbox."""
+
+    def send(self, data: bytes) -> None: ...
+
+    def recv(self, timeout: float) -> bytes:
+        """What arrived within `timeout` seconds (b"" if nothing did); EOFError once the process is gone."""
+        ...
+
+    def exit_code(self) -> int | None: ...
+
+    def close(self) -> None: ...
+
+
+class Sandbox(Protocol):
+    limits: SandboxLimits
+
+    def exec(self, cmd: str, timeout: float = 60, cwd: str | None = None,
+             env: dict[str, str] | None = None) -> ExecResult: ...
+
+    def read_file(self, path: str) -> bytes: ...
+
+    def write_file(self, path: str, contents: str | bytes) -> None: ...
+
+    def diff(self) -> str: ...
+
+    def open_stream(self, cmd: list[str], tty: bool = True, env: dict[str, str] | None = None,
+                    workdir: str | None = None) -> Stream: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class Pinnable(Protocol):
+    """A capability some sandboxes have: moving the running sandbox onto given CPUs (timing runs)."""
+
+    def pin(self, cpuset: str) -> None: ...
+
+
+def pin_if_possible(sandbox: object, cpuset: str) -> bool:
+    """Pin `sandbox` to `cpuset` when its provider can; False when it cannot."""
+    if isinstance(sandbox, Pinnable):
+        sandbox.pin(cpuset)
+        return True
+    return False
+
+
+@dataclass
+class OutputCapture:
+    """Keeps the first and last `cap/2` bytes of a stream, counting what falls in between: the one
+    head/tail capture every exec path uses."""
+    cap: int = MAX_OUTPUT_BYTES
+    head: bytearray = field(default_factory=bytearray)
+    tail: bytearray = field(default_factory=bytearray)
+    dropped: int = 0
+
+    def add(self, chunk: bytes) -> None:
+        room = self.cap // 2 - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            excess = len(self.tail) - self.cap // 2
+            if excess > 0:
+                del self.tail[:excess]
+                self.dropped += excess
+
+    @property
+    def truncated(self) -> bool:
+        return self.dropped > 0
+
+    def text(self) -> str:
+        head = self.head.decode("utf-8", errors="replace")
+        tail = self.tail.decode("utf-8", errors="replace")
+        if self.dropped:
+            return f"{head}\n[... {self.dropped} bytes of output omitted ...]\n{tail}"
+        return head + tail

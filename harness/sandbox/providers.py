@@ -1,0 +1,50 @@
+"""Sandbox providers, registered by name: what starts sandboxes from task images.
+
+A provider makes sure it can run (`ensure_ready`), builds or finds each task's image (`ensure_images`),
+starts sandboxes (`start`) and removes what a crashed run left behind (`cleanup`). Only the provider
+knows its engine; callers see the interface of `harness.sandbox.interface` and its errors. Providers are
+imported on first use, so naming one costs nothing.
+"""
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from harness.sandbox.interface import Sandbox, SandboxLimits
+
+if TYPE_CHECKING:
+    from harness.tasks.task import Task
+
+Progress = Callable[[str], None]
+CleanupScope = Literal["orphans", "mine", "all"]
+PROVIDERS = {"docker": "harness.sandbox.docker.provider:DockerProvider"}
+
+
+class SandboxProvider(Protocol):
+    name: str
+
+    def ensure_ready(self) -> None:
+        """Raise SandboxUnavailable (one line) when sandboxes cannot be started here."""
+        ...
+
+    def ensure_images(self, tasks: Sequence["Task"], base_image: str,
+                      progress: Progress = print) -> dict[str, str]:
+        """Build (or reuse) every task's image; task id -> image. Raises ImageBuildError."""
+        ...
+
+    def start(self, image: str, limits: SandboxLimits | None = None,
+              labels: dict[str, str] | None = None) -> Sandbox: ...
+
+    def cleanup(self, scope: CleanupScope = "orphans") -> int:
+        """Remove our sandboxes: of dead processes (orphans), of this process (mine) or all."""
+        ...
+
+
+@lru_cache(maxsize=None)
+def provider(name: str = "docker") -> SandboxProvider:
+    if name not in PROVIDERS:
+        raise ValueError(f"unknown sandbox provider {name!r}; known: {', '.join(PROVIDERS)}")
+    module, _, cls = PROVIDERS[name].partition(":")
+    return getattr(importlib.import_module(module), cls)()

@@ -1,0 +1,161 @@
+"""The folder task format (the bundled suite and users' own tasks): loading, validating, selecting.
+
+A task is a folder (see harness/suite/README.md): task.yaml, repo/, expert.patch, prob_script.py,
+tests/. Every problem found on load is reported as one line naming the task, the field or file, and
+what is expected, so a user can fix their own task folders without reading a traceback.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.tasks.task import DEFAULT_TEST_TIMEOUT, Task, TaskError
+
+SUITE_DIR = Path(__file__).resolve().parent.parent / "suite"
+LANGUAGES = {"python", "c", "cpp", "cython", "rust"}
+ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+
+
+@dataclass
+class _Fields:
+    """Typed access to task.yaml that turns every mistake into a TaskError naming the field."""
+    where: str
+    raw: dict[str, Any]
+    used: set[str] = field(default_factory=set)
+
+    def get(self, name: str, kind: type | tuple[type, ...], expected: str, required: bool = True,
+            default: Any = None) -> Any:
+        self.used.add(name)
+        if name not in self.raw or self.raw[name] is None:
+            if required:
+                raise TaskError(f"{self.where}: missing field '{name}' (expected {expected})")
+            return default
+        value = self.raw[name]
+        if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+            raise TaskError(f"{self.where}: field '{name}' should be {expected}, got {value!r}")
+        return value
+
+    def strings(self, name: str, required: bool = True) -> tuple[str, ...]:
+        value = self.get(name, list, "a list of strings", required=required, default=[])
+        if not all(isinstance(item, str) and item.strip() for item in value):
+            raise TaskError(f"{self.where}: field '{name}' should be a list of non-empty strings, got {value!r}")
+        return tuple(value)
+
+
+def load_task(path: Path) -> Task:
+    path = Path(path)
+    where = f"task '{path.name}'"
+    yaml_path = path / "task.yaml"
+    if not yaml_path.is_file():
+        raise TaskError(f"{where}: missing file task.yaml in {path}")
+    try:
+        raw = yaml.safe_load(yaml_path.read_text())
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        line = f" at line {mark.line + 1}" if mark else ""
+        raise TaskError(f"{where}: task.yaml is not valid YAML{line}: {getattr(err, 'problem', err)}") from None
+    if not isinstance(raw, dict):
+        raise TaskError(f"{where}: task.yaml should be a mapping of fields (id, repo, api, ...)")
+    f = _Fields(where, raw)
+    task_id = f.get("id", str, "a string such as 'spanindex'")
+    if not ID_PATTERN.match(task_id):
+        raise TaskError(f"{where}: field 'id' should match {ID_PATTERN.pattern}, got {task_id!r}")
+    if task_id != path.name:
+        raise TaskError(f"{where}: field 'id' is {task_id!r} but the folder is named {path.name!r}; make them equal")
+    languages = f.strings("languages")
+    unknown = [lang for lang in languages if lang not in LANGUAGES]
+    if unknown or not languages:
+        raise TaskError(f"{where}: field 'languages' should list some of {sorted(LANGUAGES)}, got {list(languages)!r}")
+    task = Task(
+        id=task_id,
+        path=path.resolve(),
+        repo=f.get("repo", str, "the library's name"),
+        api=f.get("api", str, "the API under test, e.g. 'pkg.func'"),
+        languages=languages,
+        setup_commands=f.strings("setup_commands", required=False),
+        install_commands=f.strings("install_commands", required=False),
+        description=f.get("description", str, "a string", required=False, default=""),
+        tags=f.strings("tags", required=False),
+        test_timeout=float(f.get("test_timeout", (int, float), "a number of seconds", required=False,
+                                 default=DEFAULT_TEST_TIMEOUT)),
+    )
+    extra = sorted(set(raw) - f.used)
+    if extra:
+        raise TaskError(f"{where}: unknown field '{extra[0]}' in task.yaml (known: id, repo, api, description, "
+                        "languages, setup_commands, install_commands, tags, test_timeout)")
+    _check_files(task, where)
+    _check_expert_applies(task.path, where)
+    return task
+
+
+def _check_files(task: Task, where: str) -> None:
+    if not task.repo_dir.is_dir() or not any(task.repo_dir.iterdir()):
+        raise TaskError(f"{where}: missing folder repo/ (the base source tree)")
+    for name in ("expert.patch", "prob_script.py"):
+        if not (task.path / name).is_file():
+            raise TaskError(f"{where}: missing file {name}")
+    if not task.expert_patch.strip():
+        raise TaskError(f"{where}: expert.patch is empty (expected a unified diff against repo/)")
+    if not task.tests_dir.is_dir() or not task.test_files:
+        raise TaskError(f"{where}: missing hidden tests: expected tests/test_*.py files")
+
+
+def _check_expert_applies(task_path: Path, where: str) -> None:
+    # A scratch copy outside any git work tree: `git apply` inside one would resolve paths from its root.
+    with tempfile.TemporaryDirectory(prefix="optrunner-check-") as tmp:
+        copy = Path(tmp) / "repo"
+        shutil.copytree(task_path / "repo", copy)
+        done = subprocess.run(["git", "apply", "--check", str(task_path / "expert.patch")], cwd=copy,
+                              capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", "GIT_DIR": "/nonexistent"})
+    if done.returncode != 0:
+        first = (done.stderr or done.stdout).strip().splitlines()[:1] or ["no output"]
+        raise TaskError(f"{where}: expert.patch does not apply to repo/ with 'git apply': {first[0]}")
+
+
+def load_dir(path: Path) -> list[Task]:
+    """A task folder itself, or a folder of task folders."""
+    if (path / "task.yaml").is_file():
+        return [load_task(path)]
+    children = sorted(p for p in path.iterdir() if p.is_dir() and (p / "task.yaml").is_file())
+    if not children:
+        raise TaskError(f"--tasks {path}: no task folders (with a task.yaml) found there")
+    return [load_task(child) for child in children]
+
+
+def select_tasks(selector: str = "suite", suite_dir: Path = SUITE_DIR) -> list[Task]:
+    """`suite`, `smoke`, a comma-separated list of suite ids, or a path to a folder of tasks."""
+    selector = selector.strip()
+    looks_like_path = selector.startswith((".", "~", "/")) or "/" in selector
+    if looks_like_path or (selector not in ("suite", "smoke") and "," not in selector
+                           and not (suite_dir / selector).is_dir() and Path(selector).is_dir()):
+        as_path = Path(selector).expanduser()
+        if not as_path.is_dir():
+            raise TaskError(f"--tasks {selector}: no such directory")
+        return load_dir(as_path)
+    suite = load_dir(suite_dir)
+    if selector == "suite":
+        return suite
+    if selector == "smoke":
+        return [t for t in suite if "smoke" in t.tags]
+    by_id = {t.id: t for t in suite}
+    wanted = [part.strip() for part in selector.split(",") if part.strip()]
+    unknown = [w for w in wanted if w not in by_id]
+    if unknown or not wanted:
+        raise TaskError(f"--tasks: unknown task id '{unknown[0] if unknown else selector}' "
+                        f"(known: suite, smoke, {', '.join(sorted(by_id))}, or a path to a task folder)")
+    return [by_id[w] for w in wanted]
+
+
+class FolderSource:
+    """Task source `suite`: the bundled suite (`suite`, `smoke`, ids) or any folder of task folders."""
+    name = "suite"
+
+    def select(self, selector: str) -> list[Task]:
+        return select_tasks(selector)

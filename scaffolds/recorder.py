@@ -1,0 +1,127 @@
+"""The step recorder every scaffold loop uses, and the one path by which an episode ends.
+
+`Recorder` does the bookkeeping all loops need, so each scaffold module is only its action interface:
+it checks limits before every model call, turns model errors into exit reasons, timestamps every step
+(call record, actions, observations with their full size) and snapshots the workspace diff every
+`snapshot_every` steps, so a study can grade the rollout as it stood at step S. `Recorder.run` runs a
+scaffold's loop and always returns an Episode with the trajectory so far.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from harness.models.errors import ModelError
+from harness.models.model import Model
+from harness.models.records import ModelReply, Usage
+from harness.sandbox.interface import Sandbox, SandboxError
+from scaffolds.episode import EpisodeEnd, Episode, LimitReached, Observation, Step, Submitted
+from scaffolds.exits import ExitReason
+from scaffolds.limits import Limits
+
+
+class Recorder:
+    """Per-episode bookkeeping shared by all scaffolds."""
+
+    def __init__(self, scaffold: str, sandbox: Sandbox, model: Model, limits: Limits,
+                 stop: threading.Event | None = None) -> None:
+        self.scaffold, self.sandbox, self.model, self.limits = scaffold, sandbox, model, limits
+        self.stop = stop or threading.Event()
+        self.started = time.time()
+        self.usage = Usage()
+        self.steps: list[Step] = []
+        self.messages: list[dict[str, Any]] = []
+
+    @property
+    def elapsed(self) -> float:
+        return time.time() - self.started
+
+    def time_left(self) -> float | None:
+        return None if self.limits.wall_clock_s is None else self.limits.wall_clock_s - self.elapsed
+
+    def action_timeout(self) -> float:
+        """The per-action cap, shortened so an action never outlives the episode's wall clock."""
+        left = self.time_left()
+        cap = self.limits.command_timeout_s
+        return cap if left is None else max(1.0, min(cap, left))
+
+    def check_limits(self) -> None:
+        lim = self.limits
+        if self.stop.is_set():
+            raise LimitReached("stopped from outside", ExitReason.INTERRUPTED)
+        if lim.max_steps is not None and len(self.steps) >= lim.max_steps:
+            raise LimitReached(f"step limit of {lim.max_steps} reached", ExitReason.STEP_LIMIT)
+        if lim.max_cost_usd is not None and self.usage.cost_usd >= lim.max_cost_usd:
+            raise LimitReached(f"cost limit of ${lim.max_cost_usd:g} reached", ExitReason.COST_LIMIT)
+        if lim.wall_clock_s is not None and self.elapsed >= lim.wall_clock_s:
+            raise LimitReached(f"wall-clock limit of {lim.wall_clock_s:g} s reached", ExitReason.TIME_LIMIT)
+
+    def query(self, messages: list[dict[str, Any]], tools: list[dict] | None = None,
+              stop: list[str] | None = None) -> ModelReply:
+        """One step's model call: limits first, then the call, then a new step record."""
+        self._close_step()
+        self.check_limits()
+        step = Step(index=len(self.steps), started_at=time.time())
+        self.steps.append(step)
+        try:
+            reply = self.model.query(messages, tools=tools, stop=stop)
+        except ModelError as exc:
+            reason = {"context_window": ExitReason.CONTEXT_WINDOW,
+                      "transient": ExitReason.PROVIDER_ERROR}.get(exc.kind, ExitReason.MODEL_ERROR)
+            raise EpisodeEnd(str(exc), reason) from exc
+        step.call = reply.record
+        self.usage.add(reply.record)
+        return reply
+
+    def act(self, action: dict[str, Any], observation: Observation) -> None:
+        """Record one action of the current step and what the model was shown for it."""
+        if not self.steps:
+            self.steps.append(Step(index=0, started_at=time.time()))
+        self.steps[-1].actions.append(action)
+        self.steps[-1].observations.append(observation)
+
+    def _close_step(self) -> None:
+        if not self.steps or self.steps[-1].ended_at is not None:
+            return
+        step = self.steps[-1]
+        step.ended_at = time.time()
+        every = self.limits.snapshot_every
+        if every and (step.index + 1) % every == 0:
+            step.diff_snapshot = self._diff()
+
+    def _diff(self) -> str | None:
+        try:
+            return self.sandbox.diff()
+        except SandboxError:  # a dead container must not hide why the episode ended
+            return None
+
+    def run(self, loop: Callable[[], None], messages: Callable[[], list[dict[str, Any]]],
+            close: Callable[[], None] = lambda: None) -> Episode:
+        """The one way an episode ends, for every scaffold: run `loop` until it raises, close the
+        scaffold's resources, and return the Episode with its trajectory, whatever ended it. A sandbox
+        failure ends it as `infra_error` (the runner retries it), anything unexpected as `error`."""
+        try:
+            loop()
+            end = EpisodeEnd("the loop ended without a reason")
+        except EpisodeEnd as exc:
+            end = exc
+        except SandboxError as exc:
+            end = EpisodeEnd(f"sandbox: {exc}", ExitReason.INFRA_ERROR)
+        except Exception as exc:  # noqa: BLE001 - a crash ends this episode with its reason, not the run
+            end = EpisodeEnd(f"{type(exc).__name__}: {exc}", ExitReason.ERROR)
+        finally:
+            try:
+                close()
+            except SandboxError:
+                pass  # the container is gone already; what ended the episode is what matters
+        return self.finish(end, messages(), end.submission if isinstance(end, Submitted) else "")
+
+    def finish(self, end: EpisodeEnd, messages: list[dict[str, Any]] | None = None,
+               submission: str = "") -> Episode:
+        self._close_step()
+        return Episode(scaffold=self.scaffold, exit_reason=end.reason, exit_message=end.message,
+                       steps=len(self.steps), wall_time_s=self.elapsed, usage=self.usage,
+                       messages=list(messages if messages is not None else self.messages),
+                       step_records=self.steps, submission=submission)
