@@ -8,9 +8,11 @@ from functools import lru_cache
 import docker
 import pytest
 
-from harness.docker_engine import DockerUnavailable, ensure_engine
-from harness.images import BaseImageSpec, ensure_base_image, ensure_task_image
-from harness.sandbox import DockerSandbox, SandboxLimits, docker_client
+from harness.sandbox.docker.engine import DockerUnavailable, ensure_engine
+from harness.sandbox.docker.images import BaseImageSpec, ensure_base_image, ensure_task_image
+from harness.sandbox.docker.containers import docker_client
+from harness.sandbox.docker.sandbox import DockerSandbox
+from harness.sandbox.interface import SandboxLimits
 from harness.tasks import Task, select_tasks
 
 

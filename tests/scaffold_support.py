@@ -7,21 +7,34 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from harness.sandbox import DockerSandbox, SandboxLimits
+from harness.models.config import ModelConfig
+from harness.models.model import Model
+from harness.models.scripted import Script, oracle_steps
+from harness.sandbox.docker.sandbox import DockerSandbox
+from harness.sandbox.interface import SandboxLimits
 from harness.tasks import Task
-from scaffolds import scripted
-from scaffolds.episode import Episode, Limits, Scaffold
-from scaffolds.model import Model, ModelConfig
+from scaffolds.episode import Episode, Scaffold
+from scaffolds.limits import Limits
 from tests.docker_support import client, task_image
 
 
 def script_model(steps: list[dict[str, Any]], **config: Any) -> Model:
-    return Model(ModelConfig(name="scripted/script", kwargs={"extra_body": {"steps": steps}}, **config))
+    return Model(ModelConfig(name="scripted/script", **config), script=Script(steps=steps))
 
 
-def bound_model(name: str, task: Task, **bind: Any) -> Model:
+def task_script(task: Task, trajectory: list[dict[str, Any]] | None = None) -> Script:
+    """What a scripted model plays from for one task: its expert patch, rebuild and spec script."""
+    return Script(patch=task.expert_patch, install_commands=task.install_commands, spec_script=task.prob_script,
+                  trajectory=trajectory)
+
+
+def task_oracle_steps(task: Task) -> list[dict[str, Any]]:
+    return oracle_steps(task.expert_patch, task.install_commands, task.prob_script)
+
+
+def bound_model(name: str, task: Task, trajectory: list[dict[str, Any]] | None = None, **config: Any) -> Model:
     """`scripted/oracle`, `scripted/noop` or `scripted/replay`, bound to one task."""
-    return Model(ModelConfig(name=name, kwargs={"extra_body": scripted.bind(name, task, **bind)}))
+    return Model(ModelConfig(name=name, **config), script=task_script(task, trajectory))
 
 
 def run_episode(scaffold: Scaffold, task: Task, model: Model, limits: Limits = Limits(snapshot_every=0)

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from runner.aggregate import Run, aggregate, pareto_front
+from runner.aggregate import aggregate
+from runner.study import Run, pareto_front
 from runner.config import ConfigError, RunConf
+from runner.records import ResultRecord, RolloutRecord
 from runner.truncate import patch_at
 from tests.conftest import write_task
 from tests.test_runner import FAST, ROOT, SLOW, runner, wait_for
@@ -23,14 +25,14 @@ from tests.test_runner import FAST, ROOT, SLOW, runner, wait_for
 WEAKER = "import time\n\ndef total(xs):\n    time.sleep(0.6)\n    return len(xs)\n"
 
 
-def _record(task: str, rollout: int, score: float, solved: bool, cost: float, steps: int = 5) -> dict:
-    return {"instance_id": task, "rollout": rollout, "steps": steps, "wall_time_s": 10.0, "cost_usd": cost,
+def _record(task: str, rollout: int, score: float, solved: bool, cost: float, steps: int = 5) -> ResultRecord:
+    return ResultRecord.from_dict({"instance_id": task, "rollout": rollout, "steps": steps, "wall_time_s": 10.0, "cost_usd": cost,
             "usage": {"input_tokens": 100, "cached_read_tokens": 10, "output_tokens": 20}, "score": score,
             "grading": {"opt_commit": solved, "opt_base": solved or score > 0,
-                        "opt_stats": {"hm_speedup_patch_commit": 1.0 if solved else 0.5}}}
+                        "opt_stats": {"hm_speedup_patch_commit": 1.0 if solved else 0.5}}})
 
 
-def _run(model: str, records: list[dict], rollouts: int = 2) -> Run:
+def _run(model: str, records: list[ResultRecord], rollouts: int = 2) -> Run:
     conf = RunConf()
     conf.model.id, conf.rollouts = model, rollouts
     return Run(Path(f"/runs/{model}"), conf, records, ["t1", "t2"], f"{model} x codeact x smoke")
@@ -74,7 +76,7 @@ def test_pareto_front() -> None:
 def test_truncated_patch_comes_from_the_snapshot_at_that_step() -> None:
     trajectory = {"step_records": [{"diff_snapshot": None}, {"diff_snapshot": "at-2"}, {"diff_snapshot": None},
                                    {"diff_snapshot": "at-4"}, {"diff_snapshot": None}]}
-    record = {"instance_id": "t", "rollout": 0, "steps": 5, "patch": "final"}
+    record = RolloutRecord(instance_id="t", rollout=0, steps=5, patch="final")
     assert patch_at(record, trajectory, 2, 2) == "at-2" and patch_at(record, trajectory, 4, 2) == "at-4"
     assert patch_at(record, trajectory, 6, 2) == "final"  # the rollout ended before step 6
     with pytest.raises(ConfigError, match="multiple of budget.snapshot_every=2"):

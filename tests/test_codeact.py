@@ -12,18 +12,21 @@ from typing import Any
 
 import pytest
 
-from harness.sandbox import DockerSandbox
-from harness.tasks import Task, load_task
-from scaffolds import scripted
+from harness.sandbox.docker.sandbox import DockerSandbox
+from harness.tasks import Task
+from harness.tasks.folder import load_task
+from harness.models import scripted
 from scaffolds.codeact import CodeActConfig, CodeActScaffold
 from scaffolds.codeact.agent import Event, stuck_reason
 from scaffolds.codeact.shell import PersistentShell
 from scaffolds.codeact.tools import ToolError, complete_reply, parse_text_call, validate
-from scaffolds.episode import Episode, Limits
-from scaffolds.model import Model, ModelConfig
+from scaffolds.episode import Episode
+from scaffolds.limits import Limits
+from harness.models.config import ModelConfig
+from harness.models.model import Model
 from tests.conftest import write_task
 from tests.docker_support import client, sandbox_for, smoke_task, task_image
-from tests.scaffold_support import actions, same_effect, script_model
+from tests.scaffold_support import actions, bound_model, same_effect, script_model
 
 pytestmark = pytest.mark.docker
 
@@ -111,8 +114,7 @@ def test_text_protocol_and_validation() -> None:
 # ---------------------------------------------------------------- episodes
 @pytest.mark.parametrize("native", [True, False], ids=["native", "text"])
 def test_oracle_submits_the_expert_effect(native: bool, tiny: Task, box: DockerSandbox, tmp_path: Path) -> None:
-    model = Model(ModelConfig(name="scripted/oracle", native_tools=native,
-                              kwargs={"extra_body": scripted.bind("oracle", tiny)}))
+    model = bound_model("scripted/oracle", tiny, native_tools=native)
     episode = run(box, tiny, model)
     assert episode.exit_reason == "submitted", episode.exit_message
     assert episode.submission.startswith("Applied the optimization")
@@ -123,8 +125,7 @@ def test_oracle_submits_the_expert_effect(native: bool, tiny: Task, box: DockerS
         # replaying the trajectory in a fresh container takes the same actions
         for replay_box in sandbox_for(tiny):
             steps = scripted.replay_steps(episode.messages)
-            again = run(replay_box, tiny, Model(ModelConfig(name="scripted/replay", native_tools=True,
-                                                            kwargs={"extra_body": {"steps": steps}})))
+            again = run(replay_box, tiny, script_model(steps, native_tools=True))
             assert again.exit_reason == "submitted" and actions(again) == actions(episode)
             assert replay_box.diff() == box.diff()
     else:
@@ -135,8 +136,7 @@ def test_oracle_submits_the_expert_effect(native: bool, tiny: Task, box: DockerS
 
 def test_oracle_on_the_smoke_task(tmp_path: Path) -> None:
     task = smoke_task()
-    model = Model(ModelConfig(name="scripted/oracle", native_tools=True,
-                              kwargs={"extra_body": scripted.bind("oracle", task)}))
+    model = bound_model("scripted/oracle", task, native_tools=True)
     with DockerSandbox.start(task_image(task), client=client()) as smoke_box:
         episode = run(smoke_box, task, model)
         assert episode.exit_reason == "submitted", episode.exit_message
@@ -147,7 +147,7 @@ def test_oracle_on_the_smoke_task(tmp_path: Path) -> None:
 
 
 def test_noop_leaves_an_empty_diff(tiny: Task, box: DockerSandbox) -> None:
-    model = Model(ModelConfig(name="scripted/noop", kwargs={"extra_body": scripted.bind("noop", tiny)}))
+    model = bound_model("scripted/noop", tiny)
     episode = run(box, tiny, model)
     assert episode.exit_reason == "submitted" and episode.steps == 1
     assert box.diff() == ""

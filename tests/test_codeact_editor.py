@@ -5,8 +5,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.sandbox import DockerSandbox
-from harness.tasks import load_task
+from harness.sandbox.docker.sandbox import DockerSandbox
+from harness.tasks.folder import load_task
 from scaffolds.codeact.editor import Editor
 from scaffolds.codeact.tools import ToolError
 from tests.conftest import write_task

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.skipif(not shutil.which("setpriv"), reason="needs setpriv to drop root")
-@pytest.mark.parametrize("argv", [["-m", "harness.docker_engine"], ["-m", "harness", "cleanup"]])
+@pytest.mark.parametrize("argv", [["-m", "harness.sandbox.docker.engine"], ["-m", "harness", "cleanup"]])
 def test_unprivileged_user_without_docker_gets_one_line(argv: list[str]) -> None:
     # As 'nobody' the engine's socket is off limits and installing is not allowed.
     python = str(ROOT / ".venv" / "bin" / "python")

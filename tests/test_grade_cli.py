@@ -71,8 +71,11 @@ def test_grade_two_rollouts_end_to_end(tmp_path: Path) -> None:
     summary = json.loads((out / "summary.json").read_text())
     assert summary["rollouts"] == 2 and summary["per_task"]["tiny"]["opt_commit"][0] is False
     expected_k = 1.0 if good["opt_commit"] else 0.0
-    assert summary["opt_at_2"] == expected_k and summary["opt_at_1"] == expected_k / 2
-    assert "Opt@1" in done.stdout
+    # The two Opt@K estimators under their own names: GSO's "any of the first K" and the unbiased one.
+    assert summary["opt_at_k_first"] == {"1": 0.0, "2": expected_k}
+    assert summary["opt_at_k"] == {"1": expected_k / 2, "2": expected_k}
+    assert summary["avg_at_k"]["1"] == pytest.approx((slow["score"] + (good["score"] or 0.0)) / 2)
+    assert "Opt@1" in done.stdout and "first 2" in done.stdout
     # Re-running the same command resumes: finished reports are reused, not graded again.
     before = (out / "rollout_1" / "tiny" / "report.json").stat().st_mtime_ns
     again = _cli("grade", "--predictions", *files, "--tasks", str(tasks), "--out", str(out), "--rounds", "2")

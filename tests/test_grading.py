@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.grading import GradeConfig, grade, opt_p_of
-from harness.sandbox import DockerSandbox
-from harness.tasks import Task, load_task, select_tasks
+from harness.grader.config import GradeConfig
+from harness.grader.grade import grade, opt_p_of
+from harness.sandbox.docker.sandbox import DockerSandbox
+from harness.tasks import Task, select_tasks
+from harness.tasks.folder import load_task
 from tests.conftest import write_task
 from tests.docker_support import client, task_image
 from tests.test_perfrun import HANGING_PATCH, WRONG_PATCH

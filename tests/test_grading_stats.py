@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.grading import GradeConfig, estimates
+from harness.grader.config import GradeConfig
+from harness.grader.timing import estimates
 
 # Round 1 on a fast machine, round 2 with only the base run hit by a burst, round 3 on a slow machine.
 # The patch is truly 2x faster than the base and as fast as the expert in every round.

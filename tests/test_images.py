@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.images import ImageBuildError, base_commit_of, ensure_task_image, task_image_tag
-from harness.tasks import load_task
+from harness.sandbox.interface import ImageBuildError
+from harness.sandbox.docker.images import base_commit_of, ensure_task_image, task_image_tag
+from harness.tasks.folder import load_task
 from tests.conftest import write_task
 from tests.docker_support import base_tag, client
 

@@ -5,12 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.tasks import Task, load_task
-from scaffolds import scripted
-from scaffolds.episode import Limits
+from harness.tasks import Task
+from harness.tasks.folder import load_task
+from harness.models import scripted
+from scaffolds.limits import Limits
 from scaffolds.mini_swe import MiniSweConfig, MiniSweScaffold
 from tests.conftest import write_task
-from tests.scaffold_support import actions, bound_model, run_episode, same_effect, script_model
+from tests.scaffold_support import actions, bound_model, run_episode, same_effect, script_model, task_oracle_steps
 
 pytestmark = pytest.mark.docker
 QUICK = Limits(max_steps=20, snapshot_every=0)
@@ -27,7 +28,7 @@ def test_oracle_reproduces_the_expert_change_and_replay_repeats_it(task: Task, m
     episode, diff = run_episode(scaffold, task, bound_model("scripted/oracle", task), QUICK)
     assert episode.exit_reason == "submitted", episode.exit_message
     assert diff.strip() and same_effect(task, diff, task.expert_patch)
-    assert episode.usage.calls == episode.steps == len(scripted.oracle_steps(task))
+    assert episode.usage.calls == episode.steps == len(task_oracle_steps(task))
     assert episode.usage.cost_known and episode.usage.cost_usd > 0
 
     replayed, replay_diff = run_episode(scaffold, task, bound_model("scripted/replay", task,

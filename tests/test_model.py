@@ -13,8 +13,11 @@ from typing import Any
 
 import pytest
 
-from scaffolds import scripted
-from scaffolds.model import Model, ModelConfig, ModelError, Price, parse_arguments, tool_result
+from harness.models import scripted
+from harness.models.config import ModelConfig
+from harness.models.errors import ModelError
+from harness.models.model import Model
+from harness.models.records import Price, parse_arguments, tool_result
 from tests.openai_server import OpenAIServer, Reply, anthropic_message, completion, error, usage
 
 PRICE = Price(input=2.0, output=8.0, cache_read=0.5, cache_write=3.0)  # USD per million tokens
@@ -31,10 +34,11 @@ def server() -> Iterator[OpenAIServer]:
 
 
 def model(server: OpenAIServer, **overrides: Any) -> Model:
-    fields: dict[str, Any] = dict(name="openai/test-model", api_base=server.base_url, api_key="sk-test",
+    fields: dict[str, Any] = dict(name="openai/test-model", api_base=server.base_url,
                                   price=PRICE, attempts=3, backoff_s=0.01, backoff_max_s=5.0, timeout_s=5.0)
     fields.update(overrides)
-    return Model(ModelConfig(**fields))
+    sampling = {k: fields.pop(k) for k in ("temperature", "seed") if k in fields}
+    return Model(ModelConfig(**fields), api_key="sk-test", **sampling)
 
 
 def expect_error(m: Model, kind: str) -> ModelError:
@@ -168,11 +172,11 @@ def test_unpriced_model_reports_unknown_cost_and_warns_once(server: OpenAIServer
     name = f"openai/unpriced-{uuid.uuid4().hex[:8]}"  # litellm's price map is global: a name no test priced
     server.push(Reply(body=completion("a", model=name)), Reply(body=completion("b", model=name)))
     m = model(server, name=name, price=None)
-    with caplog.at_level(logging.WARNING, logger="scaffolds.model"):
+    with caplog.at_level(logging.WARNING, logger="harness.models.model"):
         records = [m.query(MESSAGES).record for _ in range(2)]
     assert [r.cost_usd for r in records] == [None, None]
     assert m.usage.cost_known is False and m.usage.calls == 2
-    warnings = [r for r in caplog.records if r.name == "scaffolds.model" and "no known price" in r.getMessage()]
+    warnings = [r for r in caplog.records if r.name == "harness.models.model" and "no known price" in r.getMessage()]
     assert len(warnings) == 1 and name in warnings[0].getMessage()
 
 
@@ -201,7 +205,7 @@ LONG = MESSAGES + [{"role": "assistant", "content": "hi"}, {"role": "user", "con
 def test_claude_gets_cache_breakpoints_unless_disabled(server: OpenAIServer, caching: bool | None) -> None:
     server.push(Reply(body=anthropic_message("hi")))
     m = Model(ModelConfig(name="anthropic/claude-test", api_base=server.base_url.removesuffix("/v1"),
-                          api_key="sk-test", price=PRICE, attempts=1, prompt_caching=caching))
+                          price=PRICE, attempts=1, prompt_caching=caching), api_key="sk-test")
     assert m.query(LONG).content == "hi"
     sent = server.requests[0]
     assert sent.path == "/v1/messages"
@@ -220,8 +224,7 @@ MINI_MESSAGES = [{"role": "system", "content": "Reply with one ```mswea_bash_com
 
 
 def test_scripted_model_cost_is_its_price_times_usage() -> None:
-    m = Model(ModelConfig(name="scripted/script", kwargs={"extra_body": {"steps": [{"bash": "ls"},
-                                                                                   {"finish": "done"}]}}))
+    m = Model(ModelConfig(name="scripted/script"), script=scripted.Script(steps=[{"bash": "ls"}, {"finish": "done"}]))
     first = m.query(MINI_MESSAGES)
     assert "```mswea_bash_command\nls\n```" in first.content
     second = m.query(MINI_MESSAGES)
@@ -235,8 +238,7 @@ def test_scripted_model_cost_is_its_price_times_usage() -> None:
 
 def test_scripted_rate_limit_step_is_retried_with_its_retry_after() -> None:
     steps = [{"error": 429, "retry_after": 0.2}, {"finish": "done"}]
-    m = Model(ModelConfig(name="scripted/script", attempts=3, backoff_s=0.001,
-                          kwargs={"extra_body": {"steps": steps}}))
+    m = Model(ModelConfig(name="scripted/script", attempts=3, backoff_s=0.001), script=scripted.Script(steps=steps))
     started = time.monotonic()
     with pytest.raises(ModelError) as info:
         m.query(MINI_MESSAGES)

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.perfrun import (HIDDEN_DIR, StepFailed, apply_patch, copy_references, filter_patch, prepare_state,
+from harness.grader.states import (HIDDEN_DIR, StepFailed, apply_patch, copy_references, filter_patch, prepare_state,
                              run_test_script)
-from harness.sandbox import DockerSandbox
-from harness.tasks import Task, load_task
+from harness.sandbox.docker.sandbox import DockerSandbox
+from harness.tasks import Task
+from harness.tasks.folder import load_task
 from tests.docker_support import client, task_image
 
 WRONG_PATCH = """diff --git a/tiny/__init__.py b/tiny/__init__.py

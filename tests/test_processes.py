@@ -1,4 +1,4 @@
-"""Fresh processes over one launcher per container (harness.processes), in a real container."""
+"""Fresh processes over one launcher per container (harness.sandbox.processes), in a real container."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.processes import FreshProcesses
-from harness.sandbox import DockerSandbox
-from harness.tasks import load_task
+from harness.sandbox.processes import FreshProcesses
+from harness.sandbox.docker.sandbox import DockerSandbox
+from harness.tasks.folder import load_task
 from scaffolds.mini_swe.agent import COMMAND_ENV
 from tests.docker_support import client, task_image
 

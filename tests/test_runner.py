@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.images import LABEL
-from harness.tasks import load_task
-from scaffolds import scripted
+from harness.sandbox.docker.containers import LABEL
+from harness.tasks.folder import load_task
+from harness.models import scripted
 from tests.conftest import write_task
 from tests.docker_support import client
 from tests.scaffold_support import same_effect

@@ -13,9 +13,11 @@ from pathlib import Path
 import docker.errors
 import pytest
 
-from harness.images import LABEL
-from harness.perfrun import apply_patch
-from harness.sandbox import OWNER_LABEL, DockerSandbox, _Capture, owner_id
+from harness.sandbox.docker.containers import LABEL
+from harness.grader.states import apply_patch
+from harness.sandbox.docker.containers import OWNER_LABEL, owner_id
+from harness.sandbox.docker.sandbox import DockerSandbox
+from harness.sandbox.interface import OutputCapture as _Capture
 from tests.docker_support import client, sandbox_for, smoke_task, task_image
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -154,7 +156,7 @@ def test_close_removes_the_container() -> None:
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_container_is_removed_when_the_process_is_interrupted(sig: signal.Signals) -> None:
     script = ("import sys, time\n"
-              "from harness.sandbox import DockerSandbox\n"
+              "from harness.sandbox.docker.sandbox import DockerSandbox\n"
               f"box = DockerSandbox.start({task_image(smoke_task())!r})\n"
               "print(box.container.id, flush=True)\n"
               "box.exec('sleep 300', timeout=600)\n")
@@ -178,7 +180,7 @@ def test_cleanup_command_removes_labelled_containers() -> None:
 
 def test_backstop_ends_a_wedged_exec(box: DockerSandbox, monkeypatch: pytest.MonkeyPatch) -> None:
     # A paused container freezes the in-container timeout too; only the host-side backstop can end it.
-    monkeypatch.setattr("harness.sandbox.BACKSTOP_GRACE", 1)
+    monkeypatch.setattr("harness.sandbox.docker.sandbox.BACKSTOP_GRACE", 1)
     timer = threading.Timer(0.5, box.container.pause)
     timer.start()
     done = box.exec("sleep 60", timeout=1)

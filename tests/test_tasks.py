@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.tasks import TaskError, load_task, select_tasks
+from harness.tasks import TaskError, select_tasks
+from harness.tasks.folder import load_task
 from tests.conftest import write_task
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,15 +9,18 @@ from typing import Any
 
 import pytest
 
-from harness.sandbox import DockerSandbox
-from harness.tasks import Task, load_task
-from scaffolds import scripted
-from scaffolds.episode import Episode, Limits
-from scaffolds.model import Model, ModelConfig
+from harness.sandbox.docker.sandbox import DockerSandbox
+from harness.tasks import Task
+from harness.tasks.folder import load_task
+from harness.models import scripted
+from scaffolds.episode import Episode
+from scaffolds.limits import Limits
+from harness.models.config import ModelConfig
+from harness.models.model import Model
 from scaffolds.terminus import TerminusConfig, TerminusScaffold
 from tests.conftest import write_task
 from tests.docker_support import sandbox_for, smoke_task
-from tests.scaffold_support import bound_model, script_model
+from tests.scaffold_support import bound_model, script_model, task_oracle_steps
 
 pytestmark = pytest.mark.docker
 FAST = TerminusConfig(max_duration_s=0.3)  # the tiny task's commands all finish well within 0.3 s
@@ -69,7 +72,7 @@ def test_oracle_applies_the_expert_patch_and_submits_after_confirming(tiny: Task
     episode = run(tiny, box, scripted_model("oracle", tiny), config)
     assert episode.exit_reason == "submitted", episode.exit_message
     assert box.diff() == tiny.expert_patch
-    oracle = scripted.oracle_steps(tiny)
+    oracle = task_oracle_steps(tiny)
     assert episode.steps == len(oracle) + 1  # the finish is asked to be confirmed once
     messages = episode.messages
     assert messages[0]["role"] == "user" and [m["role"] for m in messages[:2]] == ["user", "assistant"]
@@ -272,7 +275,7 @@ def test_context_overflow_from_the_provider_drops_the_latest_exchange_and_hands_
     seen: list[list[dict[str, Any]]] = []
     server, base = _openai_server(replies, seen)
     try:
-        model = Model(ModelConfig(name="openai/overflow-test", api_base=base, api_key="sk-test", attempts=1))
+        model = Model(ModelConfig(name="openai/overflow-test", api_base=base, attempts=1), api_key="sk-test")
         episode = run(tiny, box, model)
     finally:
         server.shutdown()

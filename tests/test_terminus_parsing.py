@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from scaffolds.scripted import _terminus
+from harness.models.scripted.replies import _terminus
 from scaffolds.terminus.parsing import ParseError, parse_json, parse_reply, parse_xml, unescape
 from scaffolds.terminus.tmux import is_key_name, limit_output, new_output, terminal_text, Capture
 

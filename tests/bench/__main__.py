@@ -23,10 +23,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from harness.docker_engine import ensure_engine
-from harness.images import BaseImageSpec, ensure_images
-from harness.perfrun import CodeState, StepFailed, copy_references, prepare_state, run_test_script
-from harness.sandbox import DockerSandbox, SandboxLimits, docker_client
+from harness.sandbox.docker.engine import ensure_engine
+from harness.sandbox.docker.images import BaseImageSpec, ensure_images
+from harness.grader.states import CodeState, StepFailed, copy_references, prepare_state, run_test_script
+from harness.sandbox.docker.containers import docker_client
+from harness.sandbox.docker.sandbox import DockerSandbox
+from harness.sandbox.interface import SandboxLimits
 from harness.tasks import Task, select_tasks
 
 console = Console()
@@ -82,8 +84,10 @@ def bench_startup(image: str, n: int) -> dict[str, float]:
 
 
 def bench_task(task: Task, image: str, rounds: int, cpuset: str) -> list[dict[str, object]]:
-    limits = SandboxLimits(cpus=1.0, cpuset=cpuset)
+    limits = SandboxLimits(cpus=1.0)
     boxes = [DockerSandbox.start(image, limits), DockerSandbox.start(image, limits)]
+    for box in boxes:
+        box.pin(cpuset)
     try:
         states = [prepare_state("base", boxes[0], task, None),
                   prepare_state("expert", boxes[1], task, task.expert_patch)]

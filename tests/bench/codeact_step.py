@@ -18,13 +18,17 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from harness.docker_engine import ensure_engine
-from harness.images import BaseImageSpec, ensure_base_image, ensure_task_image
-from harness.sandbox import DockerSandbox, docker_client
-from harness.tasks import load_task
+from harness.sandbox.docker.engine import ensure_engine
+from harness.sandbox.docker.images import BaseImageSpec, ensure_base_image, ensure_task_image
+from harness.sandbox.docker.containers import docker_client
+from harness.sandbox.docker.sandbox import DockerSandbox
+from harness.tasks.folder import load_task
 from scaffolds.codeact import CodeActConfig, CodeActScaffold
-from scaffolds.episode import Limits
-from scaffolds.model import Model, ModelConfig, litellm_module
+from scaffolds.limits import Limits
+from harness.models.config import ModelConfig
+from harness.models.loader import litellm_module
+from harness.models.model import Model
+from harness.models.scripted import Script
 from tests.conftest import write_task
 
 WARMUP = 5  # first steps left out: connection pool and litellm's lazy imports
@@ -43,8 +47,8 @@ def measure(steps: int = 200) -> dict:
     image = ensure_task_image(client, task, ensure_base_image(client, BaseImageSpec()), progress=lambda _m: None)
     litellm_module()
     total = steps + WARMUP
-    model = Model(ModelConfig(name="scripted/script", native_tools=True,
-                              kwargs={"extra_body": {"steps": [{"bash": "true"}] * total}}))
+    model = Model(ModelConfig(name="scripted/script", native_tools=True),
+                  script=Script(steps=[{"bash": "true"}] * total))
     with DockerSandbox.start(image, client=client) as box:
         episode = CodeActScaffold(CodeActConfig(stuck_detection=False)).run(
             task, box, model, Limits(max_steps=total, snapshot_every=0))

@@ -18,10 +18,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from harness.docker_engine import ensure_engine
-from harness.grading import MODES, GradeConfig, cv, grade
-from harness.images import BaseImageSpec, ensure_images
-from harness.sandbox import docker_client
+from harness.sandbox.docker.engine import ensure_engine
+from harness.grader.config import MODES, GradeConfig
+from harness.grader.grade import grade
+from harness.metrics import cv
+from harness.sandbox.docker.images import BaseImageSpec, ensure_images
+from harness.sandbox.docker.containers import docker_client
 from harness.tasks import select_tasks
 
 console = Console()

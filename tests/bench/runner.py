@@ -23,9 +23,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from harness.docker_engine import ensure_engine
-from harness.images import LABEL
-from harness.sandbox import docker_client
+from harness.sandbox.docker.engine import ensure_engine
+from harness.sandbox.docker.containers import LABEL
+from harness.sandbox.docker.containers import docker_client
 from tests.conftest import write_task
 
 console = Console()

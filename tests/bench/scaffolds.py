@@ -24,13 +24,17 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from harness.docker_engine import ensure_engine
-from harness.images import LABEL, BaseImageSpec, ensure_images
-from harness.sandbox import DockerSandbox, docker_client
+from harness.sandbox.docker.engine import ensure_engine
+from harness.sandbox.docker.containers import LABEL
+from harness.sandbox.docker.images import BaseImageSpec, ensure_images
+from harness.sandbox.docker.containers import docker_client
+from harness.sandbox.docker.sandbox import DockerSandbox
 from harness.tasks import select_tasks
 from scaffolds import make_scaffold
-from scaffolds.episode import Limits
-from scaffolds.model import Model, ModelConfig
+from scaffolds.limits import Limits
+from harness.models.config import ModelConfig
+from harness.models.model import Model
+from harness.models.scripted import Script
 
 console = Console()
 OPTIONS = {"codeact": {"stuck_detection": False}, "mini_swe": {}, "terminus": {}}
@@ -44,7 +48,7 @@ def _ms(samples: list[float]) -> dict[str, float]:
 def scaffold_steps(name: str, image: str, steps: int) -> list[float]:
     """Seconds per step of one episode of `steps` x `true` (then finish) in a fresh container."""
     script = [{"bash": "true", "duration": 0}] * steps + [{"finish": "done"}]
-    model = Model(ModelConfig(name="scripted/script", kwargs={"extra_body": {"steps": script}}))
+    model = Model(ModelConfig(name="scripted/script"), script=Script(steps=script))
     task = select_tasks("smoke")[0]
     with DockerSandbox.start(image) as box:
         episode = make_scaffold(name, OPTIONS[name]).run(task, box, model, Limits(max_steps=steps + 5,

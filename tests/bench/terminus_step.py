@@ -12,9 +12,12 @@ import statistics
 import time
 from typing import Any
 
-from harness.sandbox import DockerSandbox
-from scaffolds.episode import Limits
-from scaffolds.model import Model, ModelConfig, litellm_module
+from harness.sandbox.docker.sandbox import DockerSandbox
+from scaffolds.limits import Limits
+from harness.models.config import ModelConfig
+from harness.models.loader import litellm_module
+from harness.models.model import Model
+from harness.models.scripted import Script
 from scaffolds.terminus import TerminusConfig, TerminusScaffold
 from tests.docker_support import sandbox_for, smoke_task
 
@@ -40,7 +43,7 @@ def measure(steps: int = 50) -> dict[str, Any]:
     litellm_module()  # the import (~3 s) is not a per-step cost
     task = smoke_task()
     script = [{"bash": "true", "duration": 0}] * steps + [{"finish": "done"}]
-    model = Model(ModelConfig(name="scripted/script", kwargs={"extra_body": {"steps": script}}))
+    model = Model(ModelConfig(name="scripted/script"), script=Script(steps=script))
     for box in sandbox_for(task):
         episode = TerminusScaffold(TerminusConfig(default_duration_s=0.0)).run(task, box, model, Limits(max_steps=None))
         command_steps = [s for s in episode.step_records if s.actions][1:]  # the first call pays one-off costs

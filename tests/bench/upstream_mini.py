@@ -24,7 +24,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from harness.sandbox import docker_client
+from harness.sandbox.docker.containers import docker_client
 
 VERSION = "2.4.6"
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,8 +90,8 @@ def measure_upstream(image: str, steps: int = 50) -> dict:
 
 def _default_image() -> str:
     """The first smoke task's image, built if missing (the same image the other benches use)."""
-    from harness.docker_engine import ensure_engine
-    from harness.images import BaseImageSpec, ensure_base_image, ensure_task_image
+    from harness.sandbox.docker.engine import ensure_engine
+    from harness.sandbox.docker.images import BaseImageSpec, ensure_base_image, ensure_task_image
     from harness.tasks import select_tasks
 
     ensure_engine()
