@@ -219,6 +219,14 @@ def test_provider_outage_is_retried_as_an_infrastructure_error(tasks_dir: Path, 
     (["model=claude"], "set the environment variable ANTHROPIC_API_KEY"),
     (["grade=later"], "grade must be one of"),
     (["model=oracle_weaker", "tasks.selector={tasks}"], "has no such file"),
+    # every layer's own options are checked before anything starts
+    (["+scaffold.options.bogus=1"], "unknown option 'bogus' for scaffold codeact"),
+    (["scaffold=mini_swe", "+scaffold.options.mode=chat"], "mini_swe mode must be 'text' or 'tool'"),
+    (["grading.p=7"], "bad grading option: p must be in (0, 1]"),
+    (["grading.mode=gso", "grading.stat=paired"], "paired statistic needs interleaved timing"),
+    (["budget.snapshot_every=-1"], "budget.snapshot_every must be 0"),
+    (["tasks.source=nope"], "unknown task source 'nope'"),
+    (["executor.kind=ray"], "executor 'ray' is not available"),
 ])
 def test_bad_input_is_one_line_and_a_nonzero_exit(tasks_dir: Path, tmp_path: Path, args: list[str],
                                                   message: str) -> None:

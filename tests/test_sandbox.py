@@ -15,9 +15,10 @@ import pytest
 
 from harness.sandbox.docker.containers import LABEL
 from harness.grader.states import apply_patch
-from harness.sandbox.docker.containers import OWNER_LABEL, owner_id
+from harness.sandbox.docker.containers import OWNER_LABEL, owner_id, remove_containers
 from harness.sandbox.docker.sandbox import DockerSandbox
 from harness.sandbox.interface import OutputCapture as _Capture
+from harness.sandbox.interface import SandboxError
 from tests.docker_support import client, sandbox_for, smoke_task, task_image
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -151,6 +152,38 @@ def test_close_removes_the_container() -> None:
     box.close()
     box.close()  # idempotent
     assert not _exists(container_id)
+
+
+def test_engine_failures_surface_as_the_one_sandbox_error() -> None:
+    # A provider's own exceptions never reach callers: a closed sandbox, a container removed under a running
+    # command and a missing image all raise SandboxError (a bad command is an exit code, not an error).
+    box = DockerSandbox.start(task_image(smoke_task()), client=client())
+    assert box.exec("exit 3").exit_code == 3
+    threading.Timer(1.0, lambda: box.container.remove(force=True)).start()
+    with pytest.raises(SandboxError, match="container stopped"):
+        box.exec("sleep 30", timeout=60)
+    deadline = time.monotonic() + 20
+    while _exists(box.container.id) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    with pytest.raises(SandboxError):
+        box.write_file("/tmp/x", "x")
+    box.close()  # already gone: still fine
+    with pytest.raises(SandboxError, match="closed"):
+        box.exec("true")
+    with pytest.raises(SandboxError, match="docker: "):
+        DockerSandbox.start("optrunner/no-such-image:0", client=client())
+
+
+def test_cleanup_of_this_process_spares_other_owners() -> None:
+    mine = DockerSandbox.start(task_image(smoke_task()), client=client())
+    other = client().containers.run(task_image(smoke_task()), ["sleep", "infinity"], detach=True,
+                                    labels={LABEL: "sandbox", OWNER_LABEL: "elsewhere:1"})
+    try:
+        assert remove_containers("mine") >= 1
+        assert not _exists(mine.container.id) and _exists(other.id)
+    finally:
+        other.remove(force=True)
+        mine.close()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

@@ -101,11 +101,7 @@ class PersistentShell:
         assert self.stream is not None
         key = CONTROL_KEYS.get(command.strip())
         if self.running:
-            if key is not None:
-                self.stream.send(key)
-            elif is_input and command:
-                self.stream.send(command.encode() + b"\n")
-            elif command.strip() and not is_input:
+            if not (key is not None or is_input and command) and command.strip() and not is_input:
                 return self._refuse(
                     f'The command "{command}" was NOT run: the previous command is still running. Send an '
                     'empty command to see more of its output, set is_input="true" to send text to it, or '
@@ -115,11 +111,16 @@ class PersistentShell:
                 return self._refuse("No command is running, so there is nothing to send input or keys to.")
             if not command.strip():
                 return self._refuse("No command is running, so there is no further output to show.")
-            self.stream.send(b"{ :; " + command.encode() + b"\n}\n")
-            self.running = True
         try:
+            if not self.running:
+                self.stream.send(b"{ :; " + command.encode() + b"\n}\n")
+                self.running = True
+            elif key is not None:
+                self.stream.send(key)
+            elif is_input and command:
+                self.stream.send(command.encode() + b"\n")
             return self._wait(timeout)
-        except (EOFError, OSError):
+        except (EOFError, OSError):  # the shell is gone; a restart that fails too raises SandboxError
             self.restart()
             return ShellResult("[The shell exited.]", -1, self.cwd, note=RESTART_NOTE)
 

@@ -110,9 +110,25 @@ class DockerSandbox:
             return ExecResult(capture.text() + "\n[exec wedged: container killed]", -1, True, duration,
                               capture.truncated)
         code = int(outcome.get("exit_code", -1))  # type: ignore[call-overload]
+        if code in (137, -1) and not self._running():  # killed with its container: infrastructure, not the agent
+            raise SandboxError("the container stopped while a command ran in it")
         # timeout(1) exits 124 (TERM worked) or 137 (needed KILL); an OOM kill is also 137, but early.
         timed_out = code in (124, 137) and duration >= timeout * 0.98
         return ExecResult(capture.text(), code, timed_out, duration, capture.truncated)
+
+    def _running(self) -> bool:
+        """Whether the container still runs commands: a probe, since a container being removed still
+        reports `running` for a moment."""
+        try:
+            self.container.reload()
+            if self.container.status != "running":
+                return False
+            api = self._client.api
+            probe = api.exec_create(self.container.id, ["true"])["Id"]
+            api.exec_start(probe)
+            return api.exec_inspect(probe).get("ExitCode") == 0
+        except ENGINE_ERRORS:
+            return False  # removed, being removed, or the engine is gone
 
     def open_stream(self, cmd: list[str], tty: bool = True, env: dict[str, str] | None = None,
                     workdir: str | None = None) -> DockerStream:
@@ -216,6 +232,9 @@ git diff --cached --no-color --no-renames {self.base_commit} > /tmp/.optrunner.d
             self.container.remove(force=True)
         except docker.errors.NotFound:
             pass
+        except docker.errors.APIError as err:
+            if err.status_code != 409:  # 409: its removal is already in progress
+                raise SandboxError(f"docker: {_first_line(err)}") from None
         except ENGINE_ERRORS as err:
             raise SandboxError(f"docker: {_first_line(err)}") from None
 

@@ -1,0 +1,154 @@
+"""The layering rules, read from the code's own imports, so they hold after whoever changes it next.
+
+- no module over 400 lines; no import cycle among our modules (imports inside functions count too);
+- the sandbox side, the metrics and the model layer import nothing of ours above them; the grader
+  and everything in harness/ import nothing from scaffolds/ or runner/; scaffolds never import runner/;
+- docker-py only inside the Docker provider (harness/sandbox/docker/), litellm only in the model layer;
+- the engine bootstrap runs on the bare system Python: it and the package files on its path import
+  only the standard library.
+"""
+from __future__ import annotations
+
+import ast
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("harness", "runner", "scaffolds")
+MAX_LINES = 400
+
+
+@lru_cache(maxsize=1)
+def modules() -> dict[str, Path]:
+    """Our module names -> files (the bundled task suite's own code is data, not ours)."""
+    out = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if "suite" in path.relative_to(ROOT).parts:
+                continue
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
+    return out
+
+
+def _resolve(module: str, node: ast.ImportFrom | ast.Import) -> list[str]:
+    """The modules an import statement names: `from a.b import c` is a.b.c when that is a module, else a.b."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    base = node.module or ""
+    if node.level:  # relative: from the importing module's package
+        package = module.split(".")
+        is_package = modules().get(module, Path()).name == "__init__.py"
+        anchor = package if is_package else package[:-1]
+        anchor = anchor[:len(anchor) - (node.level - 1)]
+        base = ".".join(anchor + ([base] if base else []))
+    ours = modules()
+    return [f"{base}.{alias.name}" if f"{base}.{alias.name}" in ours else base for alias in node.names]
+
+
+@lru_cache(maxsize=1)
+def imports() -> dict[str, set[str]]:
+    """module -> every module it imports (top level or inside functions)."""
+    graph: dict[str, set[str]] = {}
+    for module, path in modules().items():
+        tree = ast.parse(path.read_text(), str(path))
+        names: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names.update(_resolve(module, node))
+        graph[module] = names
+    return graph
+
+
+def _ours(name: str) -> str | None:
+    """The longest of our modules that `name` is or lies under."""
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        candidate = ".".join(parts[:i])
+        if candidate in modules():
+            return candidate
+    return None
+
+
+def _offenders(inside: str, forbidden: tuple[str, ...], allowed: tuple[str, ...] = ()) -> list[str]:
+    out = []
+    for module, names in imports().items():
+        if not (module == inside or module.startswith(inside + ".")):
+            continue
+        for name in names:
+            hit = any(name == f or name.startswith(f + ".") for f in forbidden)
+            if hit and not any(name == a or name.startswith(a + ".") for a in allowed):
+                out.append(f"{module} imports {name}")
+    return sorted(out)
+
+
+def test_the_rules_see_the_whole_project() -> None:
+    # A guard for the guard: the parser finds the layers and their imports.
+    assert {"harness.sandbox.interface", "harness.grader.grade", "harness.models.model", "runner.run",
+            "scaffolds.recorder"} <= set(modules())
+    assert "harness.grader.states" in imports()["harness.grader.grade"]
+    assert "docker" in imports()["harness.sandbox.docker.sandbox"]
+
+
+def test_no_module_is_over_400_lines() -> None:
+    long = {m: n for m, p in modules().items() if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"split these modules: {long}"
+
+
+def test_no_import_cycle_among_our_modules() -> None:
+    graph = {m: {o for n in names if (o := _ours(n)) and o != m} for m, names in imports().items()}
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        state[node] = 2
+        path.pop()
+        return None
+
+    for module in sorted(graph):
+        if module not in state and (cycle := visit(module)):
+            pytest.fail("import cycle: " + " -> ".join(cycle))
+
+
+@pytest.mark.parametrize("inside, forbidden, allowed", [
+    ("harness", ("runner", "scaffolds"), ()),
+    ("scaffolds", ("runner", "harness.grader"), ()),
+    ("harness.sandbox", ("harness.grader", "harness.models", "harness.metrics", "harness.tasks"),
+     ("harness.tasks.task",)),  # an image is built from a task's record, nothing more
+    ("harness.models", ("harness.sandbox", "harness.grader", "harness.tasks", "harness.metrics"), ()),
+    ("harness.metrics", ("harness.sandbox", "harness.grader", "harness.tasks", "harness.models", "harness.atomic"),
+     ()),
+    ("harness.tasks", ("harness.sandbox", "harness.grader", "harness.models", "harness.metrics"), ()),
+])
+def test_layers_import_only_downwards(inside: str, forbidden: tuple[str, ...], allowed: tuple[str, ...]) -> None:
+    assert _offenders(inside, forbidden, allowed) == []
+
+
+@pytest.mark.parametrize("library, home", [("docker", "harness.sandbox.docker"), ("litellm", "harness.models"),
+                                           ("requests", "harness.sandbox.docker")])
+def test_third_party_engines_stay_in_their_module(library: str, home: str) -> None:
+    outside = [f"{m} imports {n}" for m, names in imports().items() for n in names
+               if (n == library or n.startswith(library + ".")) and not (m == home or m.startswith(home + "."))]
+    assert outside == []
+
+
+def test_engine_bootstrap_needs_only_the_standard_library() -> None:
+    bootstrap = ("harness", "harness.sandbox", "harness.sandbox.interface", "harness.sandbox.docker",
+                 "harness.sandbox.docker.engine")
+    for module in bootstrap:
+        for name in imports()[module]:
+            top = name.split(".")[0]
+            assert top in sys.stdlib_module_names or top == "__future__" or name in bootstrap, \
+                f"{module} imports {name}: `make` runs the engine bootstrap before any virtualenv exists"
