@@ -23,8 +23,7 @@ CONTROL_KEYS = {"C-c": b"\x03", "C-d": b"\x04", "C-z": b"\x1a"}
 SHELL_ENV = {"TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat", "MANPAGER": "cat"}
 START_TIMEOUT_S = 20.0
 INTERRUPT_WAIT_S = 5.0  # how long C-c gets to bring the prompt back before the shell is replaced
-BUFFER_CAP = 8_000_000  # bytes kept per call; the observation shows far less anyway
-KEEP_HEAD = BUFFER_CAP // 4  # when over the cap, bytes [KEEP_HEAD, ...) are cut first
+MIN_BUFFER = 65_536  # bytes kept per call at the least, whatever the sandbox's output cap
 RESTART_NOTE = ("[The shell had to be restarted: the working directory, environment variables and any "
                 "activated environment are back to their defaults.]")
 
@@ -47,6 +46,9 @@ class ShellError(Exception):
 class PersistentShell:
     def __init__(self, sandbox: Sandbox, no_output_timeout_s: float = 30.0, workdir: str = TESTBED) -> None:
         self.sandbox, self.no_output_timeout_s, self.workdir = sandbox, no_output_timeout_s, workdir
+        # The sandbox's one output cap, as on every exec path; the observation shows far less anyway.
+        self.cap = max(MIN_BUFFER, sandbox.limits.max_output_bytes)
+        self.keep_head = self.cap // 4  # when over the cap, bytes [keep_head, ...) are cut first
         self.stream: Stream | None = None
         self.running = False
         self.cwd = workdir
@@ -161,27 +163,27 @@ class PersistentShell:
                 self.running = False
                 self.cwd = match.group(2).decode("utf-8", errors="replace")
                 self._pending = bytes(buf[match.end():])
-                return _text(buf[:match.start()], dropped), int(match.group(1))
+                return _text(buf[:match.start()], dropped, self.keep_head), int(match.group(1))
             scanned = len(buf)
             now = time.monotonic()
             wait = min(last_output + self.no_output_timeout_s, self._hard_deadline) - now
             if wait <= 0:
-                return _text(buf, dropped), None
+                return _text(buf, dropped, self.keep_head), None
             chunk = self.stream.recv(wait)
             if chunk:
                 buf += chunk
                 last_output = time.monotonic()
-                if len(buf) > BUFFER_CAP:  # keep head and tail; the middle would be cut from view anyway
-                    cut = len(buf) - BUFFER_CAP // 2
-                    del buf[KEEP_HEAD:KEEP_HEAD + cut]
+                if len(buf) > self.cap:  # keep head and tail; the middle would be cut from view anyway
+                    cut = len(buf) - self.cap // 2
+                    del buf[self.keep_head:self.keep_head + cut]
                     dropped += cut
                     scanned = len(buf) - len(chunk)
 
 
-def _text(data: bytes | bytearray, dropped: int) -> str:
+def _text(data: bytes | bytearray, dropped: int, keep_head: int) -> str:
     def decode(part: bytes | bytearray) -> str:
         return bytes(part).decode("utf-8", errors="replace")  # never fail on binary output
 
     if not dropped:
         return decode(data)
-    return f"{decode(data[:KEEP_HEAD])}\n[... {dropped} bytes of output dropped ...]\n{decode(data[KEEP_HEAD:])}"
+    return f"{decode(data[:keep_head])}\n[... {dropped} bytes of output dropped ...]\n{decode(data[keep_head:])}"
