@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tests.conftest import write_task
 
-PERFKIT = Path(__file__).resolve().parents[1] / "harness" / "perfkit.py"
+PERFKIT = Path(__file__).resolve().parents[1] / "harness" / "grader" / "perfkit.py"
 
 
 def _run(task: Path, work: Path, *flags: str) -> subprocess.CompletedProcess[str]:
