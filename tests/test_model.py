@@ -246,3 +246,25 @@ def test_scripted_rate_limit_step_is_retried_with_its_retry_after() -> None:
     assert info.value.kind == "transient" and "after 3 attempts" in str(info.value)
     assert time.monotonic() - started >= 0.4  # two waits of the hinted 0.2 s, not of the 1 ms backoff
     assert scripted.SUBMIT_SENTINEL in m.query(MINI_MESSAGES).content  # the next call moves on
+
+
+def test_scripted_provider_is_registered_only_when_a_scripted_model_is_built() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = (
+        "from harness.models.config import ModelConfig\n"
+        "from harness.models.loader import litellm_module\n"
+        "from harness.models.model import Model\n"
+        "lm = litellm_module()\n"
+        "names = lambda: [p.get('provider') for p in lm.custom_provider_map]\n"
+        "Model(ModelConfig(name='openai/gpt-test'))\n"
+        "print('before', 'scripted' in names())\n"
+        "Model(ModelConfig(name='scripted/noop'))\n"
+        "Model(ModelConfig(name='scripted/noop'))\n"
+        "print('after', names().count('scripted'))\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).resolve().parent.parent,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "before False" in done.stdout and "after 1" in done.stdout

@@ -10,6 +10,7 @@ import pytest
 from harness.grader.states import (HIDDEN_DIR, StepFailed, apply_patch, copy_references, filter_patch, prepare_state,
                              run_test_script)
 from harness.sandbox.docker.sandbox import DockerSandbox
+from harness.sandbox.interface import is_excluded
 from harness.tasks import Task
 from harness.tasks.folder import load_task
 from tests.docker_support import client, task_image
@@ -38,6 +39,16 @@ new file mode 100644
 def test_filter_patch_drops_excluded_paths() -> None:
     assert filter_patch(CACHE_SECTION + WRONG_PATCH) == WRONG_PATCH
     assert filter_patch(WRONG_PATCH) == WRONG_PATCH
+
+
+@pytest.mark.parametrize("path, excluded", [
+    (".venv/lib/x.py", True), ("pkg/.git/config", True), ("__pycache__/a.pyc", True), ("pkg/mod.pyc", True),
+    ("pkg/__pycache__/m.cpython-311.pyc", True), ("tiny.egg-info/PKG-INFO", True), ("src/a.egg-info", True),
+    ("tiny/__init__.py", False), ("src/venv_tools.py", False), ("docs/git.md", False),
+])
+def test_one_exclusion_list_for_diffs_and_patches(path: str, excluded: bool) -> None:
+    # The sandbox's diff and the grader's patch filter use the same list (GSO's, with *.pyc).
+    assert is_excluded(path) is excluded
 
 
 @pytest.fixture
