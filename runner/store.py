@@ -149,4 +149,5 @@ class RunStore:
                 {"instance_id": record.instance_id, "model_patch": record.patch or "",
                  "model_name_or_path": model_name})
         for index, rows in by_index.items():
-            write_text(self.root / "predictions" / f"rollout_{index}.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+            write_text(self.root / "predictions" / f"rollout_{index}.jsonl",
+                       "".join(json.dumps(r) + "\n" for r in rows))

@@ -26,7 +26,8 @@ WEAKER = "import time\n\ndef total(xs):\n    time.sleep(0.6)\n    return len(xs)
 
 
 def _record(task: str, rollout: int, score: float, solved: bool, cost: float, steps: int = 5) -> ResultRecord:
-    return ResultRecord.from_dict({"instance_id": task, "rollout": rollout, "steps": steps, "wall_time_s": 10.0, "cost_usd": cost,
+    return ResultRecord.from_dict({
+            "instance_id": task, "rollout": rollout, "steps": steps, "wall_time_s": 10.0, "cost_usd": cost,
             "usage": {"input_tokens": 100, "cached_read_tokens": 10, "output_tokens": 20}, "score": score,
             "grading": {"opt_commit": solved, "opt_base": solved or score > 0,
                         "opt_stats": {"hm_speedup_patch_commit": 1.0 if solved else 0.5}}})

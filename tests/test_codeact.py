@@ -22,7 +22,6 @@ from scaffolds.codeact.shell import PersistentShell
 from scaffolds.codeact.tools import ToolError, complete_reply, parse_text_call, validate
 from scaffolds.episode import Episode
 from scaffolds.limits import Limits
-from harness.models.config import ModelConfig
 from harness.models.model import Model
 from tests.conftest import write_task
 from tests.docker_support import client, sandbox_for, smoke_task, task_image

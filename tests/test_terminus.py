@@ -12,7 +12,6 @@ import pytest
 from harness.sandbox.docker.sandbox import DockerSandbox
 from harness.tasks import Task
 from harness.tasks.folder import load_task
-from harness.models import scripted
 from scaffolds.episode import Episode
 from scaffolds.limits import Limits
 from harness.models.config import ModelConfig

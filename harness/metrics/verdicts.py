@@ -6,7 +6,7 @@ wrong.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 MIN_OPT_SPEEDUP = 1.2  # GSO: round(gm speedup over base, 1) must reach this

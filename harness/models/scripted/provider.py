@@ -55,7 +55,7 @@ def _make_handler(litellm: Any) -> Any:
             if steps is None:
                 steps = noop_steps() if model == "noop" else []
             if not steps:
-                raise litellm.BadRequestError(message=f"scripted/{model} needs steps (see harness.models.scripted.steps.bind)",
+                raise litellm.BadRequestError(message=f"scripted/{model} needs steps (harness.models.scripted.bind)",
                                               llm_provider=PROVIDER, model=model)
             step = steps[index] if index < len(steps) else _last_finish(steps)
             if step.get("delay_s"):
