@@ -5,7 +5,8 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 TASKS  ?= suite
 
-.PHONY: venv docker images test demo bench cleanup
+GSOBENCH := $(VENV)/gsobench
+.PHONY: venv docker images gsobench test demo bench cleanup
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
@@ -16,13 +17,20 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# GSO's own grading code, test-only, for the verdict cross-check (tests/test_gso_parity.py). Each version in
+# its own folder (both are the package `gso`); it declares Python >= 3.12 but its grading imports on 3.11.
+$(GSOBENCH)/%/gso/constants.py: $(STAMP)
+	$(PY) -m pip install -q --no-deps --ignore-requires-python --target $(GSOBENCH)/$* gsobench==$*
+
+gsobench: $(GSOBENCH)/0.1.7/gso/constants.py $(GSOBENCH)/0.1.9/gso/constants.py
+
 docker:
 	@$(PYTHON) -m harness.sandbox.docker.engine
 
 images: venv docker
 	$(PY) -m harness build --tasks $(TASKS)
 
-test: images
+test: images gsobench
 	$(PY) -m pytest -q
 
 # The offline main job end to end: the oracle model, 2 rollouts per smoke task, graded; prints the report path.

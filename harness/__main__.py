@@ -82,6 +82,8 @@ def _grading_args(parser: argparse.ArgumentParser) -> None:
                         help="per-test speedups from rounds: paired ratios (auto when interleaved) or ratios of "
                              "each state's mean (auto in gso mode) or median")
     parser.add_argument("--p", type=float, default=0.95, help="Opt_p threshold on hm speedup over the expert")
+    parser.add_argument("--gso-version", choices=("paper", "leaderboard"), default="paper",
+                        help="GSO's opt_base threshold: round(gm speedup, 1) >= 1.2 (paper) or >= 1.1 (leaderboard)")
     parser.add_argument("--out", type=Path, default=None, help="output directory (default outputs/<command>-<time>)")
 
 
@@ -89,7 +91,8 @@ def _grading_setup(args: argparse.Namespace, tasks: list[Task],
                    command: str) -> tuple[GradeConfig, dict[str, str], Path]:
     from harness.grader.config import GradeConfig
     try:
-        config = GradeConfig(rounds=args.rounds, mode=args.mode, stat=args.stat, p=args.p)
+        config = GradeConfig(rounds=args.rounds, mode=args.mode, stat=args.stat, p=args.p,
+                             gso_version=args.gso_version)
     except ValueError as err:
         raise TaskError(f"bad grading option: {err}") from None
     images = _sandboxes().ensure_images(tasks, BASE_IMAGE, progress=_build_log)

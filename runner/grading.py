@@ -27,10 +27,7 @@ class Grader:
         self._by_patch: dict[tuple[str, str | None], tuple[int, dict[str, Any]]] = {}
 
     def _matches(self, report: dict[str, Any] | None, record: RolloutRecord) -> bool:
-        if report is None or self.force:
-            return False
-        wanted = {"patch_sha256": record.patch_sha256, **self.config.fields()}
-        return all(report.get(k) == v for k, v in wanted.items())
+        return report is not None and not self.force and self.config.matches(report, record.patch_sha256)
 
     def report(self, task: Task, record: RolloutRecord, log: Any = lambda _m: None) -> dict[str, Any]:
         """The grading report of one rollout: stored, shared with an identical patch, or measured now."""

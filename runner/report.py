@@ -80,11 +80,11 @@ LABELS = {"opt_at_k": "Opt@k", "opt_at_k_first": "Opt@k (any of the first k, GSO
           "best_at_k": "Best@k"}
 
 
-def render_markdown(report: dict[str, Any], run_dir: str) -> str:
+def render_markdown(report: dict[str, Any], run_dir: str, grading: str = "") -> str:
     s = report["summary"]
     sysinfo = s["system"]
     lines = [f"# Run report: {sysinfo['model']} x {sysinfo['scaffold']} x {sysinfo['budget']}", "",
-             f"Run directory: `{run_dir}`. Model `{sysinfo['model_name']}`.", ""]
+             f"Run directory: `{run_dir}`. Model `{sysinfo['model_name']}`.{grading}", ""]
     if s["n_missing"]:
         lines += [f"**{s['n_missing']} of {s['n_planned']} planned rollouts have not finished** "
                   "(they count as failures; re-run the same command to finish them).", ""]
@@ -123,6 +123,9 @@ def render_markdown(report: dict[str, Any], run_dir: str) -> str:
 def write_reports(store: RunStore, conf: RunConf, task_ids: list[str]) -> dict[str, Any]:
     records = store.results()
     report = build_report(records, conf, task_ids)
-    store.write_report(report, render_markdown(report, str(store.root)))
+    g = conf.grading
+    grading = (f" Graded with {g.rounds} rounds ({g.mode}, {g.stat}), Opt at p = {g.p:g}, GSO's {g.gso_version} "
+               f"verdict (round(gm, 1) >= {g.min_speedup:g}).") if conf.grade != "none" else ""
+    store.write_report(report, render_markdown(report, str(store.root), grading))
     store.write_predictions(records, conf.model.name, conf.rollouts)
     return report

@@ -36,8 +36,9 @@ GSO_CASES = [
     ([1.16], [1.0], [0.5], True, False),
     # gm = 1.14 rounds to 1.1: not opt_base although faster
     ([1.14], [1.0], [1.0], False, False),
-    # 1.15 is stored as 1.1499999..., so Python's round (as in GSO) gives 1.1: not opt_base
-    ([1.15], [1.0], [1.0], False, False),
+    # 1.15 is stored as 1.1499999...: Python's round(x, 1) gives 1.1, but GSO's gm is a numpy float and numpy
+    # rounds 1.15 * 10 = 11.5 half to even, to 1.2: opt_base (the paper's threshold), as in GSO
+    ([1.15], [1.0], [1.0], True, True),
     ([2.0], [1.0], [0.9501], True, True),
     # gm over base is 2.0 but mean time is worse (one huge regression dominates the mean)
     ([1.0, 1.0, 10.0], [0.125, 0.125, 20.0], [1.0, 1.0, 10.0], False, False),
@@ -143,3 +144,18 @@ def test_dominance_with_ties_by_hand() -> None:
         m.dominance({"A": {"t": 1.0}})
     with pytest.raises(ValueError, match="differs from the others on task 't2'"):
         m.dominance({"A": {"t1": 1.0, "t2": 0.0}, "B": {"t1": 1.0}})
+
+
+@pytest.mark.parametrize("value, rounded", [(1.15, 1.2), (1.25, 1.2), (1.05, 1.0), (1.149999, 1.1), (1.35, 1.4),
+                                            (2.0, 2.0)])
+def test_gso_round_is_numpys_rounding(value: float, rounded: float) -> None:
+    import numpy as np
+
+    assert m.gso_round(value) == rounded == float(np.round(np.float64(value), 1))
+
+
+def test_leaderboard_threshold_is_one_point_one() -> None:
+    # gm 1.12 rounds to 1.1: the leaderboard's opt_base, not the paper's
+    assert m.opt_base([1.12], [1.0], m.GSO_MIN_SPEEDUP["leaderboard"])
+    assert not m.opt_base([1.12], [1.0], m.GSO_MIN_SPEEDUP["paper"])
+    assert m.opt_p([1.12], [1.0], [1.0], 0.95, m.GSO_MIN_SPEEDUP["leaderboard"])

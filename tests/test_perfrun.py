@@ -100,6 +100,21 @@ def test_timing_comes_from_the_timing_file_not_the_output(task: Task, boxes: lis
 
 
 @pytest.mark.docker
+@pytest.mark.parametrize("line", ["Execution time: 0.000000s", "Execution time: -1.5s", "Execution time: 1e999s"])
+def test_a_time_that_is_not_positive_and_finite_fails_the_test(task: Task, boxes: list[DockerSandbox],
+                                                               line: str) -> None:
+    # GSO would divide by a zero time and credit the infinite speedup; here it is a failed step with a reason.
+    state = prepare_state("patch", boxes[0], task, None)
+    helper = f"{HIDDEN_DIR}/perfkit.py"
+    source = state.sandbox.read_file(helper).decode()
+    timing = 'out.write(f"Execution time: {elapsed:.6f}s\\n")'
+    assert timing in source
+    state.sandbox.write_file(helper, source.replace(timing, f"out.write({line + chr(10)!r})"))
+    with pytest.raises(StepFailed, match="times must be positive and finite"):
+        run_test_script(state, "test_sum.py", None, 60)
+
+
+@pytest.mark.docker
 def test_patch_that_does_not_apply_tries_the_whole_cascade(task: Task, boxes: list[DockerSandbox]) -> None:
     broken = WRONG_PATCH.replace("out = out + x", "out = out * x")
     with pytest.raises(StepFailed) as err:

@@ -49,8 +49,7 @@ def _stored(path: Path, pred: Prediction, config: GradeConfig) -> dict[str, Any]
     report = read_json(path)
     if not isinstance(report, dict):
         return None
-    wanted = {"patch_sha256": patch_sha256(pred.model_patch), **config.fields()}
-    return report if all(report.get(k) == v for k, v in wanted.items()) else None
+    return report if config.matches(report, patch_sha256(pred.model_patch)) else None
 
 
 def summarize_reports(reports: list[dict[str, dict[str, Any]]], task_ids: list[str], p: float) -> dict[str, Any]:

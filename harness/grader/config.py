@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from harness.metrics import DEFAULT_P
+from harness.metrics import DEFAULT_P, GSO_MIN_SPEEDUP
 from harness.sandbox.interface import SandboxLimits
 
 GRADER_VERSION = "1.1"  # 1.1: paired speedups, patch and expert back to back
@@ -22,6 +22,7 @@ class GradeConfig:
     mode: str = "interleaved"
     stat: str = "auto"  # how rounds become per-test numbers: paired | mean | median; auto = paired, gso: mean
     p: float = DEFAULT_P
+    gso_version: str = "paper"  # GSO's verdict: paper (round(gm, 1) >= 1.2) or leaderboard (>= 1.1)
     bootstrap: int = 2000
     seed: int = 0
     memory: str = "4g"
@@ -39,6 +40,8 @@ class GradeConfig:
             raise ValueError(f"rounds must be at least 1, got {self.rounds}")
         if not 0 < self.p <= 1:
             raise ValueError(f"p must be in (0, 1], got {self.p}")
+        if self.gso_version not in GSO_MIN_SPEEDUP:
+            raise ValueError(f"gso_version must be one of {', '.join(GSO_MIN_SPEEDUP)}, got {self.gso_version!r}")
         if self.bootstrap < 1:
             raise ValueError(f"bootstrap must be at least 1, got {self.bootstrap}")
 
@@ -50,7 +53,19 @@ class GradeConfig:
         """The one CPU all timing runs share in interleaved mode; GSO pins nothing."""
         return str((os.cpu_count() or 1) - 1) if self.mode == "interleaved" else None
 
+    @property
+    def min_speedup(self) -> float:
+        """GSO's opt_base threshold on round(gm speedup over base, 1) for this version."""
+        return GSO_MIN_SPEEDUP[self.gso_version]
+
     def fields(self) -> dict[str, Any]:
-        """What a stored report must match to be reused instead of re-graded."""
+        """The settings every report records; a stored report is reused only while they match."""
         return {"timing_mode": self.mode, "rounds": self.rounds, "stat": self.stat, "p": self.p,
-                "grader_version": GRADER_VERSION}
+                "gso_version": self.gso_version, "grader_version": GRADER_VERSION}
+
+    def matches(self, report: dict[str, Any], patch_sha256: str | None) -> bool:
+        """Whether a stored report graded this patch under these settings. Reports written before
+        `gso_version` existed were graded with the paper's threshold."""
+        recorded = {**report, "gso_version": report.get("gso_version", "paper")}
+        wanted = {"patch_sha256": patch_sha256, **self.fields()}
+        return all(recorded.get(k) == v for k, v in wanted.items())

@@ -26,8 +26,8 @@ from harness.sandbox.interface import Sandbox, SandboxError, pin_if_possible
 from harness.sandbox.providers import SandboxProvider, provider
 from harness.tasks.task import Task
 
-# round(gm, 1) >= 1.2 holds from gm = 1.15 on: the value an interval is compared with.
-OPT_BASE_EDGE = metrics.MIN_OPT_SPEEDUP - 0.05
+# round(gm, 1) >= 1.2 holds from gm = 1.15 on (1.1 from 1.05): the value an interval is compared with.
+EDGE_BELOW_THRESHOLD = 0.05
 
 
 def grade(task: Task, patch: str | None, image: str, config: GradeConfig | None = None,
@@ -50,7 +50,7 @@ def grade(task: Task, patch: str | None, image: str, config: GradeConfig | None 
             raise Stop("empty_patch", "the patch is empty")
         states = _prepare(task, patch or "", image, config, report, boxes, log, sandboxes)
         times = time_rounds(task, states, config, log)
-        _verdicts(report, [s.name for s in states], times, states[0].tests, config)
+        verdicts(report, [s.name for s in states], times, states[0].tests, config)
         report["status"], report["reason"] = "passed", ""
     except Stop as stop:
         report["status"], report["reason"] = stop.status, stop.reason
@@ -129,8 +129,10 @@ def _eqcheck(base_f: Future[CodeState], other_f: Future[CodeState], task: Task) 
     return other
 
 
-def _verdicts(report: dict[str, Any], names: list[str], times: dict[str, dict[str, list[float]]],
-              tests: tuple[str, ...], config: GradeConfig) -> None:
+def verdicts(report: dict[str, Any], names: list[str], times: dict[str, dict[str, list[float]]],
+             tests: tuple[str, ...], config: GradeConfig) -> None:
+    """Fill the report's times, speedups, GSO verdicts, score and intervals from the round times
+    (times[state][test] = one value per round; states base, patch, commit)."""
     arrays = {name: np.array([times[name][t] for t in tests]) for name in names}  # (tests, rounds)
     per_test, speedups = estimates(arrays, config.stat)
     base, patch, commit = (per_test[n].tolist() for n in ("base", "patch", "commit"))
@@ -139,7 +141,8 @@ def _verdicts(report: dict[str, Any], names: list[str], times: dict[str, dict[st
     report.update(
         test_passed=True, tests=list(tests), base_times=base, patch_times=patch, commit_times=commit,
         round_times={n: {t: times[n][t] for t in tests} for n in names},
-        opt_base=metrics.opt_base_from(pb, base, patch), opt_commit=metrics.opt_p_from(pb, pc, base, patch, config.p),
+        opt_base=metrics.opt_base_from(pb, base, patch, config.min_speedup),
+        opt_commit=metrics.opt_p_from(pb, pc, base, patch, config.p, config.min_speedup),
         opt_stats=stats.as_dict(),
     )
     report["score"] = (metrics.log_stretch_score(stats.gm_speedup_patch_base, stats.gm_speedup_commit_base)
@@ -147,13 +150,13 @@ def _verdicts(report: dict[str, Any], names: list[str], times: dict[str, dict[st
     intervals = bootstrap(arrays, config)
     report["intervals"] = intervals
     report["uncertain"] = {
-        "opt_base": straddles(intervals["gm_speedup_patch_base"], OPT_BASE_EDGE),
+        "opt_base": straddles(intervals["gm_speedup_patch_base"], config.min_speedup - EDGE_BELOW_THRESHOLD),
         "opt_commit": straddles(intervals["hm_speedup_patch_commit"], config.p),
     }
 
 
 def opt_p_of(report: dict[str, Any], p: float) -> bool:
-    """Opt_p for any p, from a stored report (GSO's opt_commit is p = 0.95)."""
+    """Opt_p for any p, from a stored report (GSO's opt_commit is p = 0.95), under its own GSO version."""
     if report.get("status") != "passed":
         return False
     return bool(report["opt_base"]) and report["opt_stats"]["hm_speedup_patch_commit"] > p

@@ -6,6 +6,7 @@ read back its `Execution time:` lines, and carry reference results from one cont
 """
 from __future__ import annotations
 
+import math
 import re
 import shlex
 import statistics
@@ -122,6 +123,10 @@ def run_test_script(state: "CodeState", test: str, mode: str | None, timeout: fl
     times = [float(m.group(1)) for m in _TIME_LINE.finditer(text)]
     if not times:
         raise StepFailed(f"test {test}", f"no 'Execution time:' line in its output file: {text[:200]!r}")
+    bad = [t for t in times if not (t > 0 and math.isfinite(t))]
+    if bad:  # GSO would divide by it (an infinite speedup, credited); a time must be a positive number
+        raise StepFailed(f"test {test}", f"it reported an execution time of {bad[0]!r} s; times must be positive "
+                                         "and finite")
     return statistics.fmean(times)
 
 

@@ -8,9 +8,11 @@ Definitions follow GSO and AutoLab exactly, so numbers stay comparable with the 
 """
 from harness.metrics.aggregates import (avg_at_k, best_at_k, dominance, expected_max_of_k, opt_at_k, opt_at_k_first,
                                         suite_opt_at_k)
-from harness.metrics.verdicts import (DEFAULT_P, MIN_OPT_SPEEDUP, OptStats, cv, gm, hm, log_stretch_score, mean,
-                                      opt_base, opt_base_from, opt_p, opt_p_from, opt_stats, opt_stats_from, speedups)
+from harness.metrics.verdicts import (DEFAULT_P, GSO_MIN_SPEEDUP, MIN_OPT_SPEEDUP, OptStats, cv, gm, gso_round, hm,
+                                      log_stretch_score, mean, opt_base, opt_base_from, opt_p, opt_p_from, opt_stats,
+                                      opt_stats_from, speedups)
 
-__all__ = ["DEFAULT_P", "MIN_OPT_SPEEDUP", "OptStats", "avg_at_k", "best_at_k", "cv", "dominance", "expected_max_of_k",
-           "gm", "hm", "log_stretch_score", "mean", "opt_at_k", "opt_at_k_first", "opt_base", "opt_base_from", "opt_p",
-           "opt_p_from", "opt_stats", "opt_stats_from", "speedups", "suite_opt_at_k"]
+__all__ = ["DEFAULT_P", "GSO_MIN_SPEEDUP", "MIN_OPT_SPEEDUP", "OptStats", "avg_at_k", "best_at_k", "cv", "dominance",
+           "expected_max_of_k", "gm", "gso_round", "hm", "log_stretch_score", "mean", "opt_at_k", "opt_at_k_first",
+           "opt_base", "opt_base_from", "opt_p", "opt_p_from", "opt_stats", "opt_stats_from", "speedups",
+           "suite_opt_at_k"]

@@ -1,7 +1,10 @@
 """Per-rollout numbers: speedups, GSO's verdicts (opt_base, Opt_p) and AutoLab's log-stretch score.
 
 Pure functions with GSO's and AutoLab's exact definitions; bad input raises ValueError saying what is
-wrong.
+wrong. The geometric mean and the mean of times are numpy's, as in GSO (its gm is a numpy float, so
+`round(gm, 1)` is numpy's rounding, and numpy's log and summation order can differ from the standard
+library's in the last bit, which decides a verdict at its threshold). numpy is imported on first use,
+so importing this module stays cheap.
 """
 from __future__ import annotations
 
@@ -9,7 +12,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-MIN_OPT_SPEEDUP = 1.2  # GSO: round(gm speedup over base, 1) must reach this
+# GSO: round(gm speedup over base, 1) must reach this; the paper (gsobench 0.1.7) and the leaderboard
+# (gsobench 0.1.9) differ only here.
+GSO_MIN_SPEEDUP = {"paper": 1.2, "leaderboard": 1.1}
+MIN_OPT_SPEEDUP = GSO_MIN_SPEEDUP["paper"]
 DEFAULT_P = 0.95  # GSO's Opt: hm speedup over the expert must exceed this
 
 
@@ -34,9 +40,11 @@ def speedups(before: Sequence[float], after: Sequence[float]) -> list[float]:
 
 
 def gm(values: Sequence[float]) -> float:
-    """Geometric mean."""
+    """Geometric mean, computed as GSO computes it: exp(mean(log)) in numpy."""
+    import numpy as np
+
     xs = _positive(values, "geometric mean")
-    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+    return float(np.exp(np.mean(np.log(xs))))
 
 
 def hm(values: Sequence[float]) -> float:
@@ -46,8 +54,18 @@ def hm(values: Sequence[float]) -> float:
 
 
 def mean(values: Sequence[float]) -> float:
+    """The mean, in numpy's summation order (GSO's base_mean > patch_mean compares these)."""
+    import numpy as np
+
     xs = _positive(values, "mean")
-    return sum(xs) / len(xs)
+    return float(np.mean(xs))
+
+
+def gso_round(value: float, digits: int = 1) -> float:
+    """numpy's rounding, as GSO's `round(gm, 1)` on a numpy float does it: scale, round half to even,
+    unscale. 1.15 (stored as 1.1499999...) gives 1.2 here and 1.1 with Python's `round(x, 1)`."""
+    scale = 10.0 ** digits
+    return round(value * scale) / scale
 
 
 # ---------------------------------------------------------------- GSO verdicts
@@ -84,25 +102,27 @@ def opt_stats_from(pb: Sequence[float], pc: Sequence[float], cb: Sequence[float]
 
 
 def opt_base(base: Sequence[float], patch: Sequence[float], min_speedup: float = MIN_OPT_SPEEDUP) -> bool:
-    """GSO: the patch is faster on average and its gm speedup, rounded to one decimal, reaches 1.2."""
+    """GSO: the patch is faster on average and its gm speedup, rounded to one decimal (numpy's rounding),
+    reaches `min_speedup` (1.2 in the paper, 1.1 on the leaderboard)."""
     return opt_base_from(speedups(base, patch), base, patch, min_speedup)
 
 
 def opt_base_from(pb: Sequence[float], base: Sequence[float], patch: Sequence[float],
                   min_speedup: float = MIN_OPT_SPEEDUP) -> bool:
     """opt_base with the per-test speedups `pb` (patch over base) given."""
-    return mean(base) > mean(patch) and round(gm(pb), 1) >= min_speedup
+    return mean(base) > mean(patch) and gso_round(gm(pb), 1) >= min_speedup
 
 
-def opt_p(base: Sequence[float], patch: Sequence[float], commit: Sequence[float], p: float = DEFAULT_P) -> bool:
+def opt_p(base: Sequence[float], patch: Sequence[float], commit: Sequence[float], p: float = DEFAULT_P,
+          min_speedup: float = MIN_OPT_SPEEDUP) -> bool:
     """GSO's Opt_p: opt_base and the hm speedup over the expert strictly above p (Opt = Opt_0.95)."""
-    return opt_p_from(speedups(base, patch), speedups(commit, patch), base, patch, p)
+    return opt_p_from(speedups(base, patch), speedups(commit, patch), base, patch, p, min_speedup)
 
 
 def opt_p_from(pb: Sequence[float], pc: Sequence[float], base: Sequence[float], patch: Sequence[float],
-               p: float = DEFAULT_P) -> bool:
+               p: float = DEFAULT_P, min_speedup: float = MIN_OPT_SPEEDUP) -> bool:
     """Opt_p with the per-test speedups given: `pb` patch over base, `pc` patch over commit."""
-    return opt_base_from(pb, base, patch) and hm(pc) > p
+    return opt_base_from(pb, base, patch, min_speedup) and hm(pc) > p
 
 
 # ---------------------------------------------------------------- AutoLab score
