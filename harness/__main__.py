@@ -142,12 +142,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_grade(args: argparse.Namespace) -> int:
     from harness.grader.batch import grade_predictions
-    from harness.grader.predictions import load_predictions
+    from harness.grader.predictions import load_predictions, natural_sort_key
     tasks = select_tasks(args.tasks)
     if not tasks:
         raise TaskError(f"--tasks {args.tasks}: matches no tasks")
     known = {t.id for t in tasks}
-    rollouts = [load_predictions(path, known) for path in args.predictions]  # all checked before any grading
+    files = sorted(args.predictions, key=lambda p: natural_sort_key(str(p))) if args.gso_compat else args.predictions
+    warn = lambda m: console.print(f"[yellow]warning:[/] {m}")  # noqa: E731
+    # rollout i is file i; every file is checked before anything is graded
+    rollouts = [load_predictions(path, known, args.gso_compat, warn) for path in files]
     wanted = sorted({p.instance_id for preds in rollouts for p in preds})
     graded_tasks = [t for t in tasks if t.id in wanted] if args.only_predicted else tasks
     config, images, out = _grading_setup(args, [t for t in tasks if t.id in wanted], "grade")
@@ -182,7 +185,11 @@ def build_parser() -> argparse.ArgumentParser:
     _tasks_arg(p)
     _grading_args(p)
     p.add_argument("--predictions", type=Path, nargs="+", required=True,
-                   help="JSONL or JSON list of {instance_id, model_patch, model_name_or_path}")
+                   help="JSONL (GSO's output.gso.jsonl), a JSON list, or a JSON object keyed by instance id, of "
+                        "{instance_id, model_patch, model_name_or_path}; one file per rollout")
+    p.add_argument("--gso-compat", action="store_true",
+                   help="GSO's leniency: drop predictions for unknown ids (warning), the last duplicate wins, and "
+                        "rollout files in natural order (run_2 before run_10), as GSO's Opt@K takes them")
     p.add_argument("--only-predicted", action="store_true",
                    help="summarize over the predicted tasks only (default: every selected task; missing = failed)")
     p.set_defaults(func=cmd_grade)

@@ -29,6 +29,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     ('[{"instance_id": "tiny", "model_patch": 3}]', "item 1: 'model_patch' should be a string"),
     ('[{"instance_id": "tiny"', "not valid JSON at line 1"),
     ("", "no predictions in the file"),
+    ('{"tiny": {"instance_id": "other", "model_patch": ""}}', "key 'tiny': the key and its 'instance_id'"),
 ])
 def test_bad_predictions_are_one_line_and_write_nothing(tmp_path: Path, content: str, message: str) -> None:
     tasks = tmp_path / "tasks"
@@ -81,6 +82,11 @@ def test_grade_two_rollouts_end_to_end(tmp_path: Path) -> None:
     again = _cli("grade", "--predictions", *files, "--tasks", str(tasks), "--out", str(out), "--rounds", "2")
     assert again.returncode == 0 and again.stderr.count("already graded") == 2
     assert (out / "rollout_1" / "tiny" / "report.json").stat().st_mtime_ns == before
+    # --gso-compat takes the files in GSO's natural order whatever the command line's: the same rollouts again.
+    compat = _cli("grade", "--predictions", *reversed(files), "--tasks", str(tasks), "--out", str(out), "--rounds", "2",
+                  "--gso-compat")
+    assert compat.returncode == 0 and compat.stderr.count("already graded") == 2, compat.stderr
+    assert json.loads((out / "summary.json").read_text())["opt_at_k_first"]["1"] == 0.0
     # Different grading settings do not reuse them.
     third = _cli("grade", "--predictions", files[0], "--tasks", str(tasks), "--out", str(out), "--rounds", "1")
     assert third.returncode == 0 and "already graded" not in third.stderr

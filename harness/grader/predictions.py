@@ -1,11 +1,16 @@
-"""GSO predictions files: `{instance_id, model_patch, model_name_or_path}` records, JSONL or a JSON list.
+"""GSO predictions files: `{instance_id, model_patch, model_name_or_path}` records, as JSONL (GSO's
+`output.gso.jsonl`), a JSON list, or a JSON object keyed by instance id.
 
 Everything is checked before anything is graded, so a bad file costs nothing and leaves nothing
-half-written; every problem is one line naming the file and the line (or id) at fault.
+half-written; every problem is one line naming the file and the line (or id) at fault. `gso_compat`
+mirrors GSO's own leniency instead: predictions for ids outside the dataset are dropped with a warning
+and, for a repeated id, the last one wins.
 """
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,13 +27,31 @@ class Prediction:
     source: str  # "file:line", for messages
 
 
-def _records(path: Path) -> tuple[str, list[tuple[int, object]]]:
-    """("item", records) for a JSON list, ("line", records) for JSONL; numbers are 1-based."""
+def _keyed(text: str) -> dict[str, object] | None:
+    """A JSON object keyed by instance id (GSO accepts one), or None when the text is something else."""
+    if not text.lstrip().startswith("{"):
+        return None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return None  # JSONL: one object per line
+    keyed = isinstance(data, dict) and bool(data) and "instance_id" not in data
+    if keyed and all(isinstance(v, dict) for v in data.values()):
+        return data
+    return None
+
+
+def _records(path: Path) -> tuple[str, list[tuple[int | str, object]]]:
+    """("item", records) for a JSON list, ("id", records) for an object keyed by id, ("line", records) for
+    JSONL; numbers are 1-based."""
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as err:
         raise PredictionsError(f"{path}: cannot read predictions file ({getattr(err, 'strerror', None) or err})") \
             from None
+    keyed = _keyed(text)
+    if keyed is not None:
+        return "id", list(keyed.items())
     if text.lstrip().startswith("["):
         try:
             data = json.loads(text)
@@ -51,13 +74,19 @@ def _records(path: Path) -> tuple[str, list[tuple[int, object]]]:
     return "line", records
 
 
-def load_predictions(path: Path, known_ids: set[str]) -> list[Prediction]:
+def natural_sort_key(name: str) -> list[int | str]:
+    """GSO's order of rollout files for Opt@K: numbers inside names compare as numbers (run_2 < run_10)."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+def load_predictions(path: Path, known_ids: set[str], gso_compat: bool = False,
+                     warn: Callable[[str], None] = lambda _m: None) -> list[Prediction]:
     """Parse and check one file: required fields, types, known and unique instance ids."""
     seen: dict[str, str] = {}
-    out = []
+    out: dict[str, Prediction] = {}
     kind, records = _records(path)
     for number, record in records:
-        where = f"{path}:{number}" if kind == "line" else f"{path} item {number}"
+        where = {"line": f"{path}:{number}", "item": f"{path} item {number}", "id": f"{path} key {number!r}"}[kind]
         if not isinstance(record, dict):
             raise PredictionsError(f"{where}: expected an object with instance_id and model_patch")
         for field in ("instance_id", "model_patch"):
@@ -66,12 +95,22 @@ def load_predictions(path: Path, known_ids: set[str]) -> list[Prediction]:
         instance_id, patch = record["instance_id"], record["model_patch"]
         if not isinstance(instance_id, str):
             raise PredictionsError(f"{where}: 'instance_id' should be a string, got {instance_id!r}")
+        if kind == "id" and instance_id != number:
+            raise PredictionsError(f"{where}: the key and its 'instance_id' ({instance_id!r}) differ")
         if patch is not None and not isinstance(patch, str):
             raise PredictionsError(f"{where}: 'model_patch' should be a string (a diff) or null")
         if instance_id not in known_ids:
+            if gso_compat:
+                warn(f"{where}: dropping a prediction for '{instance_id}', which is not among the selected tasks")
+                continue
             raise PredictionsError(f"{where}: unknown instance_id '{instance_id}' (not among the selected tasks)")
         if instance_id in seen:
-            raise PredictionsError(f"{where}: duplicate instance_id '{instance_id}' (first at {seen[instance_id]})")
+            if not gso_compat:
+                raise PredictionsError(f"{where}: duplicate instance_id '{instance_id}' (first at {seen[instance_id]})")
+            warn(f"{where}: '{instance_id}' repeats {seen[instance_id]}; the last one wins, as in GSO")
+            del out[instance_id]
         seen[instance_id] = where
-        out.append(Prediction(instance_id, patch, str(record.get("model_name_or_path", "")), where))
-    return out
+        out[instance_id] = Prediction(instance_id, patch, str(record.get("model_name_or_path", "")), where)
+    if not out:
+        raise PredictionsError(f"{path}: none of its predictions is for a selected task")
+    return list(out.values())
