@@ -37,14 +37,14 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     tasks = select_tasks(args.tasks)
     if args.json:
         print(json.dumps([{"id": t.id, "repo": t.repo, "api": t.api, "languages": list(t.languages),
-                           "tags": list(t.tags), "workloads": len(t.test_files), "path": str(t.path)}
+                           "tags": list(t.tags), "workloads": len(t.test_names), "path": str(t.path or "")}
                           for t in tasks], indent=2))
         return 0
     table = Table(title=f"{len(tasks)} tasks")
     for column in ("id", "repo", "api", "languages", "workloads", "tags"):
         table.add_column(column)
     for t in tasks:
-        table.add_row(t.id, t.repo, t.api, ",".join(t.languages), str(len(t.test_files)), ",".join(t.tags))
+        table.add_row(t.id, t.repo, t.api, ",".join(t.languages), str(len(t.test_names)), ",".join(t.tags))
     Console().print(table)
     return 0
 

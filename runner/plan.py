@@ -37,7 +37,7 @@ def select(conf: RunConf) -> list[Task]:
     if not tasks:
         raise ConfigError("the task selection is empty")
     if conf.model.patch:
-        missing = [t.id for t in tasks if not (t.path / conf.model.patch).is_file()]
+        missing = [t.id for t in tasks if t.path is None or not (t.path / conf.model.patch).is_file()]
         if missing:
             raise ConfigError(f"model.patch={conf.model.patch}: task {missing[0]} has no such file")
     if conf.model.name.endswith("/replay"):

@@ -68,7 +68,7 @@ def script_for(conf: RunConf, task: Task, index: int, store_of_replayed: RunStor
         if trajectory is None or "messages" not in trajectory:
             raise ConfigError(f"replay: no trajectory for {task.id} rollout {index} in {mc.run_dir}")
         return Script(trajectory=trajectory["messages"])
-    patch = (task.path / mc.patch).read_text() if mc.patch else task.expert_patch
+    patch = (task.path / mc.patch).read_text() if mc.patch and task.path else task.expert_patch
     return Script(patch=patch, install_commands=task.install_commands, spec_script=task.prob_script,
                   steps=list(mc.steps or []))
 

@@ -89,7 +89,7 @@ def test_agent_container_holds_nothing_of_the_answer(box: DockerSandbox) -> None
     assert box.exec("git for-each-ref --format='%(refname)'").output.split() == ["refs/heads/main"]
     assert box.exec("git status --porcelain").output == ""
     # Search the whole filesystem for the hidden tests and the expert patch (by name and by content).
-    names = " -o ".join(f"-name {p.name}" for p in task.test_files) + " -o -name expert.patch"
+    names = " -o ".join(f"-name {name}" for name in task.test_names) + " -o -name expert.patch"
     found = box.exec(f"find / -xdev \\( {names} \\) 2>/dev/null").output.strip()
     assert found == ""
     added = [line[1:] for line in task.expert_patch.splitlines()

@@ -21,7 +21,7 @@ def test_bundled_suite_meets_the_issue_shape() -> None:
     assert len(suite) >= 10
     assert sum("c" in t.languages for t in suite) >= 4
     for task in suite:
-        assert len(task.test_files) >= 4, task.id
+        assert len(task.test_names) >= 4, task.id
         assert task.prob_script.strip(), task.id
         assert "diff --git" in task.expert_patch, task.id
 

@@ -92,12 +92,11 @@ def install(sandbox: Sandbox, task: Task, timeout: float = 600) -> None:
 
 def install_tests(sandbox: Sandbox, task: Task) -> list[str]:
     """Copy the hidden tests (and perfkit.py) into the sandbox; returns the test script names."""
-    for path in sorted(task.tests_dir.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
-            sandbox.write_file(f"{HIDDEN_DIR}/{path.relative_to(task.tests_dir)}", path.read_bytes())
+    for name, data in task.hidden_files:
+        sandbox.write_file(f"{HIDDEN_DIR}/{name}", data)
     sandbox.write_file(f"{HIDDEN_DIR}/perfkit.py", PERFKIT.read_bytes())
     sandbox.exec(f"mkdir -p {REF_DIR}", timeout=30)
-    return [p.name for p in task.test_files]
+    return list(task.test_names)
 
 
 def run_test_script(state: "CodeState", test: str, mode: str | None, timeout: float) -> float:

@@ -73,9 +73,8 @@ def load_task(path: Path) -> Task:
     unknown = [lang for lang in languages if lang not in LANGUAGES]
     if unknown or not languages:
         raise TaskError(f"{where}: field 'languages' should list some of {sorted(LANGUAGES)}, got {list(languages)!r}")
-    task = Task(
+    fields = dict(
         id=task_id,
-        path=path.resolve(),
         repo=f.get("repo", str, "the library's name"),
         api=f.get("api", str, "the API under test, e.g. 'pkg.func'"),
         languages=languages,
@@ -90,20 +89,27 @@ def load_task(path: Path) -> Task:
     if extra:
         raise TaskError(f"{where}: unknown field '{extra[0]}' in task.yaml (known: id, repo, api, description, "
                         "languages, setup_commands, install_commands, tags, test_timeout)")
-    _check_files(task, where)
-    _check_expert_applies(task.path, where)
-    return task
+    path = path.resolve()
+    _check_files(path, where)
+    _check_expert_applies(path, where)
+    tests = path / "tests"
+    hidden = tuple((str(p.relative_to(tests)), p.read_bytes()) for p in sorted(tests.rglob("*"))
+                   if p.is_file() and "__pycache__" not in p.parts)
+    return Task(**fields, prob_script=(path / "prob_script.py").read_text(),
+                expert_patch=(path / "expert.patch").read_text(), hidden_files=hidden,
+                test_names=tuple(p.name for p in sorted(tests.glob("test_*.py"))), source="suite", path=path)
 
 
-def _check_files(task: Task, where: str) -> None:
-    if not task.repo_dir.is_dir() or not any(task.repo_dir.iterdir()):
+def _check_files(path: Path, where: str) -> None:
+    repo = path / "repo"
+    if not repo.is_dir() or not any(repo.iterdir()):
         raise TaskError(f"{where}: missing folder repo/ (the base source tree)")
     for name in ("expert.patch", "prob_script.py"):
-        if not (task.path / name).is_file():
+        if not (path / name).is_file():
             raise TaskError(f"{where}: missing file {name}")
-    if not task.expert_patch.strip():
+    if not (path / "expert.patch").read_text().strip():
         raise TaskError(f"{where}: expert.patch is empty (expected a unified diff against repo/)")
-    if not task.tests_dir.is_dir() or not task.test_files:
+    if not (path / "tests").is_dir() or not any((path / "tests").glob("test_*.py")):
         raise TaskError(f"{where}: missing hidden tests: expected tests/test_*.py files")
 
 

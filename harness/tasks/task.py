@@ -14,36 +14,32 @@ class TaskError(ValueError):
 
 @dataclass(frozen=True)
 class Task:
+    """A task as every layer sees it, whatever its source: what the agent may see (prompt variables,
+    the base tree's recipe) and what only the grader may see (hidden tests, the expert's change)."""
     id: str
-    path: Path
     repo: str
     api: str
     languages: tuple[str, ...]
     setup_commands: tuple[str, ...]
     install_commands: tuple[str, ...]
-    description: str = ""
+    prob_script: str = ""  # the specification script the agent is shown
+    expert_patch: str = ""  # the expert's change as a unified diff: never in an agent's container
+    hidden_files: tuple[tuple[str, bytes], ...] = ()  # copied in only for grading, by relative name
+    test_names: tuple[str, ...] = ()  # the test scripts among the hidden files, in order
+    description: str = ""  # an optional bottleneck hint, shown only when a scaffold opts in
     tags: tuple[str, ...] = ()
     test_timeout: float = DEFAULT_TEST_TIMEOUT
+    source: str = "suite"  # the task source that made it
+    path: Path | None = None  # folder tasks: the task's folder, whose repo/ is the base tree
+    base_commit: str | None = None  # tasks taken from a repository's history (GSO rows)
+    opt_commit: str | None = None  # the expert's commit there (grading only)
 
     @property
     def repo_dir(self) -> Path:
+        """The base source tree of a folder task."""
+        if self.path is None:
+            raise TaskError(f"task {self.id} ({self.source}) has no base tree folder")
         return self.path / "repo"
-
-    @property
-    def tests_dir(self) -> Path:
-        return self.path / "tests"
-
-    @property
-    def expert_patch(self) -> str:
-        return (self.path / "expert.patch").read_text()
-
-    @property
-    def prob_script(self) -> str:
-        return (self.path / "prob_script.py").read_text()
-
-    @property
-    def test_files(self) -> list[Path]:
-        return sorted(self.tests_dir.glob("test_*.py"))
 
     def prompt_vars(self, workdir: str = "/testbed") -> dict[str, Any]:
         """What a task prompt may use. The expert patch and the hidden tests are never among them."""
