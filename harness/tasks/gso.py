@@ -1,0 +1,157 @@
+"""GSO's rows as tasks: the Hugging Face dataset `gso-bench/gso` (split `test`), or the same rows from a
+local file or folder, read with `datasets`: JSON, JSONL, parquet, or a `save_to_disk` folder.
+
+A row has exactly GSO's 15 fields. A missing or mistyped column is one TaskError naming it; an extra
+column is a warning. What the agent may see is the row's repository, API, specification script and
+install commands; `gt_diff` (the expert's change), `gt_commit_message`, `opt_commit` and the hidden
+tests go to the grader only, and `hints_text` only when hints are asked for.
+
+Not yet a registered source: its images (GSO's, or built from the row) and GSO's eval semantics come
+next (issue 13).
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from harness.tasks.task import Task, TaskError
+
+HUB_DATASET = "gso-bench/gso"
+# GSO's row: field -> (kind, what a user is told it should be)
+FIELDS: dict[str, tuple[str, str]] = {
+    "instance_id": ("str", "a string such as 'owner__repo-1a2b3c4'"),
+    "repo": ("str", "the repository as 'owner/name'"),
+    "base_commit": ("str", "a commit sha"),
+    "opt_commit": ("str", "a commit sha"),
+    "api": ("str", "a string"),
+    "prob_script": ("str", "a string"),
+    "tests": ("list", "a list of test scripts"),
+    "hints_text": ("str", "a string"),
+    "setup_commands": ("list", "a list of strings"),
+    "install_commands": ("list", "a list of strings"),
+    "created_at": ("time", "a date or time"),
+    "gt_commit_message": ("str", "a string"),
+    "gt_diff": ("str", "a unified diff"),
+    "arch": ("str", "a string such as 'x86_64'"),
+    "instance_image_tag": ("str", "a string such as 'latest'"),
+}
+Warn = Callable[[str], None]
+
+
+def image_key(row: dict[str, Any]) -> str:
+    """GSO's local image name for a row: ids keep the repository's case, image keys lower-case them."""
+    return f"gso.eval.{row['arch']}.{row['instance_id'].lower()}:{row['instance_image_tag']}"
+
+
+def load_rows(dataset: str, split: str = "test") -> list[dict[str, Any]]:
+    """The rows of a local file or folder, or of a dataset on the hub; TaskError (one line) otherwise."""
+    path = Path(dataset).expanduser()
+    try:
+        import datasets
+    except ImportError:  # a dependency of the project; only a broken install lacks it
+        raise TaskError("reading GSO rows needs the `datasets` package: pip install datasets") from None
+    datasets.logging.set_verbosity_error()
+    datasets.disable_progress_bars()
+    try:
+        if path.is_dir():
+            loaded = datasets.load_from_disk(str(path))
+            if isinstance(loaded, datasets.DatasetDict):
+                if split not in loaded:
+                    raise TaskError(f"{dataset}: no split '{split}' (it has {', '.join(loaded)})")
+                loaded = loaded[split]
+        elif path.is_file():
+            kind = {".json": "json", ".jsonl": "json", ".parquet": "parquet"}.get(path.suffix)
+            if kind is None:
+                raise TaskError(f"{dataset}: expected a .json, .jsonl or .parquet file, or a save_to_disk folder")
+            loaded = datasets.load_dataset(kind, data_files=str(path), split="train")
+        elif dataset.startswith((".", "/", "~")) or path.suffix or dataset.count("/") != 1:
+            raise TaskError(f"{dataset}: no such file or folder of GSO rows")
+        else:
+            _check_hub()
+            loaded = datasets.load_dataset(dataset, split=split)
+    except TaskError:
+        raise
+    except Exception as err:  # noqa: BLE001 - datasets' many errors (schema, network, format) become one line
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
+        where = "from the hub (on a machine without it, pass a local file: tasks.dataset=PATH)" \
+            if not path.exists() else ""
+        raise TaskError(f"{dataset}: cannot read GSO rows {where}: {first}".replace("  ", " ")) from None
+    return [dict(row) for row in loaded]
+
+
+def _check_hub(timeout: float = 5.0) -> None:
+    """Fail in seconds, in one line, when the hub does not answer (datasets would retry for half a minute);
+    with HF_HUB_OFFLINE set, datasets reads its cache instead."""
+    if os.environ.get("HF_HUB_OFFLINE") or os.environ.get("HF_DATASETS_OFFLINE"):
+        return
+    endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    try:
+        socket.create_connection((endpoint.hostname or "huggingface.co", endpoint.port or 443), timeout).close()
+    except OSError as err:
+        raise TaskError(f"the Hugging Face hub ({endpoint.geturl()}) does not answer ({err.strerror or err}); "
+                        "pass the rows as a local file or folder: tasks.dataset=PATH") from None
+
+
+def check_rows(rows: list[dict[str, Any]], where: str, warn: Warn = lambda _m: None) -> None:
+    """GSO's exact columns with their types, and unique ids; TaskError naming the first problem."""
+    if not rows:
+        raise TaskError(f"{where}: no rows")
+    columns = set().union(*(row.keys() for row in rows))
+    missing = [name for name in FIELDS if name not in columns]
+    if missing:
+        raise TaskError(f"{where}: missing column '{missing[0]}' (a GSO row has: {', '.join(FIELDS)})")
+    extra = sorted(columns - set(FIELDS))
+    if extra:
+        warn(f"{where}: ignoring column(s) GSO rows do not have: {', '.join(extra)}")
+    seen: set[str] = set()
+    for number, row in enumerate(rows, start=1):
+        name = row.get("instance_id")
+        label = f"row {number}" + (f" ({name})" if isinstance(name, str) else "")
+        for column, (kind, expected) in FIELDS.items():
+            if not _typed(row.get(column), kind):
+                raise TaskError(f"{where}: column '{column}' of {label} should be {expected}, "
+                                f"got {type(row.get(column)).__name__}")
+        if name in seen:
+            raise TaskError(f"{where}: instance_id '{name}' appears twice")
+        seen.add(name)
+
+
+def _typed(value: Any, kind: str) -> bool:
+    if kind == "list":
+        return isinstance(value, list) and all(isinstance(item, str) for item in value)
+    if kind == "time":
+        return isinstance(value, (str, datetime.date))
+    return isinstance(value, str)
+
+
+def to_task(row: dict[str, Any], hints: bool = False) -> Task:
+    """A row as a Task. Tests are named as GSO copies them (gso_test_<i>.py); the expert's change is
+    `gt_diff`; hints reach the prompt only when asked for."""
+    names = tuple(f"gso_test_{i}.py" for i in range(len(row["tests"])))
+    return Task(
+        id=row["instance_id"], repo=row["repo"], api=row["api"], languages=("python",),
+        setup_commands=tuple(row["setup_commands"]), install_commands=tuple(row["install_commands"]),
+        prob_script=row["prob_script"], expert_patch=row["gt_diff"],
+        hidden_files=tuple((name, test.encode()) for name, test in zip(names, row["tests"])), test_names=names,
+        description=row["hints_text"] if hints else "", tags=("gso",), source="gso",
+        base_commit=row["base_commit"], opt_commit=row["opt_commit"],
+    )
+
+
+class GsoSource:
+    """Task source `gso`: the selector is the dataset (a hub id or a local file or folder)."""
+    name = "gso"
+
+    def __init__(self, split: str = "test", hints: bool = False, warn: Warn = print) -> None:
+        self.split, self.hints, self.warn = split, hints, warn
+
+    def select(self, selector: str) -> list[Task]:
+        dataset = selector.strip() or HUB_DATASET
+        rows = load_rows(dataset, self.split)
+        check_rows(rows, dataset, self.warn)
+        return [to_task(row, self.hints) for row in rows]
