@@ -57,8 +57,12 @@ class BudgetConf(Limits):
 @dataclass
 class TasksConf:
     source: str = "suite"  # a task source (harness.tasks.SOURCES)
-    selector: str = "suite"
+    selector: str = "suite"  # what the source reads: suite|smoke|ids|PATH (suite), the dataset (gso)
     ids: list[str] | None = None
+    dataset: str | None = None  # gso: the hub id or a local file or folder of rows (the selector)
+    split: str = "test"  # gso
+    repo_mirror: str | None = None  # gso: a folder of bare repositories, owner__name.git (offline builds)
+    hints: bool = False  # gso: show the row's hints_text to the agent
 
 
 @dataclass

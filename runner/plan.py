@@ -25,7 +25,8 @@ def slug(selector: str, ids: list[str] | None = None) -> str:
 def select(conf: RunConf) -> list[Task]:
     """The run's tasks; every problem is one ConfigError line."""
     try:
-        tasks = select_tasks(conf.tasks.selector, conf.tasks.source)
+        t = conf.tasks
+        tasks = select_tasks(t.selector, t.source, split=t.split, hints=t.hints, repo_mirror=t.repo_mirror)
     except TaskError as err:
         raise ConfigError(str(err).replace("--tasks", "tasks.selector=")) from None
     if conf.tasks.ids:

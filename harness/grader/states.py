@@ -84,7 +84,7 @@ def apply_patch(sandbox: Sandbox, patch: str, timeout: float = 120) -> str:
 
 
 def install(sandbox: Sandbox, task: Task, timeout: float = 600) -> None:
-    for cmd in task.install_commands:
+    for cmd in task.install_steps:
         done = sandbox.exec(cmd, timeout=timeout)
         if done.exit_code != 0:
             raise StepFailed(f"install command '{cmd}'", done.output)

@@ -6,8 +6,8 @@ column is a warning. What the agent may see is the row's repository, API, specif
 install commands; `gt_diff` (the expert's change), `gt_commit_message`, `opt_commit` and the hidden
 tests go to the grader only, and `hints_text` only when hints are asked for.
 
-Not yet a registered source: its images (GSO's, or built from the row) and GSO's eval semantics come
-next (issue 13).
+Images are built from the row (harness.sandbox.docker.history): the repository's tree at
+`base_commit`, from a local mirror (`repo_mirror`, holding `owner__name.git`) or GitHub.
 """
 from __future__ import annotations
 
@@ -129,17 +129,38 @@ def _typed(value: Any, kind: str) -> bool:
     return isinstance(value, str)
 
 
-def to_task(row: dict[str, Any], hints: bool = False) -> Task:
+def repo_url(repo: str, mirror: str | Path | None = None) -> str:
+    """Where a row's repository comes from: `<mirror>/owner__name.git` (offline), else GitHub."""
+    owner, _, name = repo.partition("/")
+    if mirror is not None:
+        return str(Path(mirror).expanduser().resolve() / f"{owner}__{name}.git")
+    return f"https://github.com/{repo}.git"
+
+
+def install_commands(row: dict[str, Any]) -> tuple[str, ...]:
+    """GSO runs the install commands as one block after a patch, without its `git clean -xfd` line."""
+    return tuple(c for c in row["install_commands"] if c.strip() != "git clean -xfd")
+
+
+def shown_install_commands(row: dict[str, Any]) -> tuple[str, ...]:
+    """What the agent is told to rebuild with (GSO's agent-side filter): no venv creation, no clean, no
+    `which python`."""
+    hidden = ("uv venv", "git clean -xfd", "which python")
+    return tuple(c for c in row["install_commands"] if not c.strip().startswith(hidden))
+
+
+def to_task(row: dict[str, Any], hints: bool = False, mirror: str | Path | None = None) -> Task:
     """A row as a Task. Tests are named as GSO copies them (gso_test_<i>.py); the expert's change is
     `gt_diff`; hints reach the prompt only when asked for."""
     names = tuple(f"gso_test_{i}.py" for i in range(len(row["tests"])))
     return Task(
         id=row["instance_id"], repo=row["repo"], api=row["api"], languages=("python",),
-        setup_commands=tuple(row["setup_commands"]), install_commands=tuple(row["install_commands"]),
+        setup_commands=tuple(row["setup_commands"]), install_commands=install_commands(row),
+        install_block=True, shown_install_commands=shown_install_commands(row),
         prob_script=row["prob_script"], expert_patch=row["gt_diff"],
         hidden_files=tuple((name, test.encode()) for name, test in zip(names, row["tests"])), test_names=names,
         description=row["hints_text"] if hints else "", tags=("gso",), source="gso",
-        base_commit=row["base_commit"], opt_commit=row["opt_commit"],
+        base_commit=row["base_commit"], opt_commit=row["opt_commit"], repo_url=repo_url(row["repo"], mirror),
     )
 
 
@@ -147,11 +168,15 @@ class GsoSource:
     """Task source `gso`: the selector is the dataset (a hub id or a local file or folder)."""
     name = "gso"
 
-    def __init__(self, split: str = "test", hints: bool = False, warn: Warn = print) -> None:
+    def __init__(self, split: str = "test", hints: bool = False, repo_mirror: str | None = None,
+                 warn: Warn = print) -> None:
         self.split, self.hints, self.warn = split, hints, warn
+        self.mirror = Path(repo_mirror).expanduser() if repo_mirror else None
+        if self.mirror is not None and not self.mirror.is_dir():
+            raise TaskError(f"tasks.repo_mirror={repo_mirror}: no such folder (it should hold owner__name.git)")
 
     def select(self, selector: str) -> list[Task]:
         dataset = selector.strip() or HUB_DATASET
         rows = load_rows(dataset, self.split)
         check_rows(rows, dataset, self.warn)
-        return [to_task(row, self.hints) for row in rows]
+        return [to_task(row, self.hints, self.mirror) for row in rows]

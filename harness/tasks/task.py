@@ -33,6 +33,16 @@ class Task:
     path: Path | None = None  # folder tasks: the task's folder, whose repo/ is the base tree
     base_commit: str | None = None  # tasks taken from a repository's history (GSO rows)
     opt_commit: str | None = None  # the expert's commit there (grading only)
+    repo_url: str | None = None  # where that history is: a local (bare) repository or a git URL
+    install_block: bool = False  # run install_commands as one shell block (GSO) instead of one by one
+    shown_install_commands: tuple[str, ...] | None = None  # what the prompt shows, if not install_commands
+
+    @property
+    def install_steps(self) -> tuple[str, ...]:
+        """The rebuild after a change, as the commands to run in order."""
+        if self.install_block and self.install_commands:
+            return ("\n".join(self.install_commands),)
+        return self.install_commands
 
     @property
     def repo_dir(self) -> Path:
@@ -44,5 +54,7 @@ class Task:
     def prompt_vars(self, workdir: str = "/testbed") -> dict[str, Any]:
         """What a task prompt may use. The expert patch and the hidden tests are never among them."""
         return {"workdir": workdir, "repo": self.repo, "api": self.api, "prob_script": self.prob_script.rstrip(),
-                "install_commands": list(self.install_commands), "description": self.description or "",
+                "install_commands": list(self.install_commands if self.shown_install_commands is None
+                                         else self.shown_install_commands),
+                "description": self.description or "",
                 "languages": list(self.languages)}

@@ -30,6 +30,7 @@ import docker.errors
 from docker.models.containers import Container
 
 from harness.sandbox.docker.containers import LABEL
+from harness.sandbox.docker.history import base_tree_tar
 from harness.sandbox.interface import DEFAULT_BASE_IMAGE, ImageBuildError
 from harness.tasks.task import Task
 
@@ -48,6 +49,8 @@ GIT_ENV = {
     "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
 }
 BASE_COMMIT_LABEL = "optrunner.base_commit"
+VENV = "/testbed/.venv"
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 Progress = Callable[[str], None]
 
@@ -186,10 +189,13 @@ def _repo_files(task: Task) -> list[Path]:
 def task_image_tag(task: Task, base_tag: str) -> str:
     chunks = [RECIPE_VERSION.encode(), base_tag.encode(),
               json.dumps([task.setup_commands, task.install_commands]).encode()]
-    for path in _repo_files(task):
-        chunks += [str(path.relative_to(task.repo_dir)).encode(), path.read_bytes(),
-                   str(os.access(path, os.X_OK)).encode()]
-    return f"optrunner/task-{task.id}:{_digest(*chunks)}"
+    if task.base_commit:  # a tree from a repository's history: its commit names it
+        chunks += [task.repo.encode(), task.base_commit.encode(), str(task.install_block).encode()]
+    else:
+        for path in _repo_files(task):
+            chunks += [str(path.relative_to(task.repo_dir)).encode(), path.read_bytes(),
+                       str(os.access(path, os.X_OK)).encode()]
+    return f"optrunner/task-{task.id.lower()}:{_digest(*chunks)}"
 
 
 def _repo_tar(task: Task) -> bytes:
@@ -209,17 +215,25 @@ def ensure_task_image(client: docker.DockerClient, task: Task, base_tag: str, pr
     if image_exists(client, tag):
         return tag
     progress(f"[{task.id}] building {tag}")
+    tree = base_tree_tar(task) if task.base_commit else _repo_tar(task)
     container = _scratch_container(client, base_tag, network=True)
     try:
-        container.put_archive("/testbed", _repo_tar(task))
+        container.put_archive("/testbed", tree)
+        # One fresh commit of the tree: no history, so no later commit is reachable from the image.
         sha = _run_step(container, "git init -q && git add -A && git commit -q -m 'base commit' && "
                         "git rev-parse HEAD", f"task {task.id}: git init", env=GIT_ENV, workdir="/testbed")
-        for kind, commands in (("setup", task.setup_commands), ("install", task.install_commands)):
+        for kind, commands in (("setup", task.setup_commands), ("install", task.install_steps)):
             for cmd in commands:
-                progress(f"[{task.id}] {kind}: {cmd}")
+                progress(f"[{task.id}] {kind}: {cmd.splitlines()[0]}{' ...' if chr(10) in cmd else ''}")
                 _run_step(container, cmd, f"task {task.id}: {kind} command", workdir="/testbed")
-        _commit(container, tag, {}, {LABEL: "task", "optrunner.task": task.id,
-                                     BASE_COMMIT_LABEL: sha.strip().splitlines()[-1]})
+        env = {}
+        if _run_step(container, "test -x /testbed/.venv/bin/python && echo venv || true", "venv check").strip():
+            # The task's virtualenv is every shell's python: login shells (/etc/profile resets PATH) too.
+            env = {"VIRTUAL_ENV": VENV, "PATH": f"{VENV}/bin:{DEFAULT_PATH}"}
+            _run_step(container, f"printf 'export VIRTUAL_ENV={VENV}\\nexport PATH={VENV}/bin:$PATH\\n' "
+                      "> /etc/profile.d/zz-task-venv.sh", f"task {task.id}: venv activation")
+        _commit(container, tag, env, {LABEL: "task", "optrunner.task": task.id,
+                                      BASE_COMMIT_LABEL: sha.strip().splitlines()[-1]})
     finally:
         container.remove(force=True)
     progress(f"[{task.id}] ready")

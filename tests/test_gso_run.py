@@ -1,0 +1,68 @@
+"""GSO end to end, offline: rows in GSO's schema and bare mirrors of their repositories (one of them a C
+extension), images built from the rows, the runner and the grader on them."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.sandbox.docker.containers import OWNER_LABEL
+from harness.sandbox.docker.sandbox import DockerSandbox
+from harness.sandbox.providers import provider
+from harness.tasks import select_tasks
+from tests.docker_support import client
+from tests.gso_rows import make_gso
+from tests.test_runner import run_dir, runner
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture(scope="module")
+def gso(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[dict]]:
+    return make_gso(tmp_path_factory.mktemp("gso"))
+
+
+def _no_containers_of(pid: int) -> bool:
+    owner = f"{OWNER_LABEL}={__import__('socket').gethostname()}:{pid}"
+    return not client().containers.list(all=True, filters={"label": owner})
+
+
+@pytest.mark.parametrize("model, scaffold, expected", [("oracle", "mini_swe", 1.0), ("noop", "codeact", 0.0),
+                                                       ("oracle", "terminus", 1.0)])
+def test_runner_on_gso_rows(gso: tuple[Path, Path, list[dict]], tmp_path: Path, model: str, scaffold: str,
+                            expected: float) -> None:
+    rows, mirror, _ = gso
+    done = runner("tasks=gso", f"tasks.dataset={rows}", f"tasks.repo_mirror={mirror}", f"model={model}",
+                  f"scaffold={scaffold}", "rollouts=2", "grading.rounds=2", out=tmp_path, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((run_dir(tmp_path) / "report.json").read_text())
+    summary = report["summary"]
+    assert summary["n_rollouts"] == 4 and summary["opt_at_k"]["1"] == expected, report["tasks"]
+    assert _no_containers_of(done.pid)  # type: ignore[attr-defined]
+
+
+def test_the_agents_container_holds_nothing_of_the_expert(gso: tuple[Path, Path, list[dict]]) -> None:
+    rows, mirror, raw = gso
+    tasks = select_tasks(str(rows), "gso", repo_mirror=str(mirror))
+    images = provider("docker").ensure_images(tasks, "debian:bookworm-slim", progress=lambda _m: None)
+    for task, row in zip(tasks, raw):
+        with DockerSandbox.start(images[task.id], client=client()) as box:
+            assert box.exec(f"git cat-file -e {row['opt_commit']}").exit_code != 0
+            assert box.exec(f"git cat-file -e {row['base_commit']}").exit_code != 0  # only our own commit
+            assert box.exec("git rev-list --all | wc -l").output.strip() == "1"
+            assert box.exec("test -e /eval.sh").exit_code == 1
+            # the task's virtualenv is the agent's python, in login and plain shells alike
+            assert box.exec("which python3").output.strip() == "/testbed/.venv/bin/python3"
+            assert box.diff() == ""
+
+
+def test_a_repository_missing_from_the_mirror_is_one_line(gso: tuple[Path, Path, list[dict]], tmp_path: Path) -> None:
+    _rows, mirror, raw = gso
+    row = {**raw[0], "instance_id": "Acme__absent-0000000", "repo": "Acme/absent", "base_commit": "0" * 40}
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps(row) + "\n")
+    done = runner("tasks=gso", f"tasks.dataset={rows}", f"tasks.repo_mirror={mirror}", out=tmp_path, timeout=300)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no repository at" in lines[0] and "Acme__absent.git" in lines[0], done.stderr
