@@ -41,6 +41,15 @@ def test_filter_patch_drops_excluded_paths() -> None:
     assert filter_patch(WRONG_PATCH) == WRONG_PATCH
 
 
+def test_gso_tasks_also_leave_data_files_out_of_a_patch() -> None:
+    from harness.tasks.gso import PATCH_EXCLUDES
+
+    data = ("diff --git a/bench/results.json b/bench/results.json\nnew file mode 100644\n--- /dev/null\n"
+            "+++ b/bench/results.json\n@@ -0,0 +1 @@\n+{}\n")
+    assert filter_patch(data + WRONG_PATCH, PATCH_EXCLUDES) == WRONG_PATCH
+    assert filter_patch(data + WRONG_PATCH) == data + WRONG_PATCH  # other tasks keep them
+
+
 @pytest.mark.parametrize("path, excluded", [
     (".venv/lib/x.py", True), ("pkg/.git/config", True), ("__pycache__/a.pyc", True), ("pkg/mod.pyc", True),
     ("pkg/__pycache__/m.cpython-311.pyc", True), ("tiny.egg-info/PKG-INFO", True), ("src/a.egg-info", True),

@@ -6,6 +6,7 @@ read back its `Execution time:` lines, and carry reference results from one cont
 """
 from __future__ import annotations
 
+import fnmatch
 import math
 import re
 import shlex
@@ -21,11 +22,11 @@ HIDDEN_DIR = "/hidden_tests"
 REF_DIR = f"{HIDDEN_DIR}/refs"
 PATCH_PATH = "/tmp/.optrunner.patch"
 PERFKIT = Path(__file__).with_name("perfkit.py")
-# GSO's cascade: strict first, then progressively more forgiving.
+# GSO's cascade (its apply_patch helper): strict first, then progressively more forgiving.
 APPLY_CASCADE = (
     "git apply --verbose {p}",
     "git apply --verbose --ignore-space-change {p}",
-    "git apply --verbose --reject {p}",
+    "git apply --verbose --ignore-space-change --reject {p}",
     "patch --batch --fuzz=5 -p1 -i {p}",
 )
 _FILE_SEP = "\x1eoptrunner-timing-file\x1e"  # between a test's own output and its timing file
@@ -54,21 +55,22 @@ def reason_of(err: StepFailed, who: str) -> str:
     return f"{who}: {err.step} failed\n{tail}"
 
 
-def filter_patch(patch: str) -> str:
-    """Drop the per-file sections of a unified git diff that touch excluded paths."""
+def filter_patch(patch: str, extra: tuple[str, ...] = ()) -> str:
+    """Drop the per-file sections of a unified git diff that touch excluded paths (and `extra` globs)."""
     sections = re.split(r"(?m)^(?=diff --git )", patch)
     kept = []
     for section in sections:
         match = re.match(r"diff --git a/(\S+) b/(\S+)", section)
-        if match and any(is_excluded(path) for path in match.groups()):
+        if match and any(is_excluded(path) or any(fnmatch.fnmatch(path, g) for g in extra)
+                         for path in match.groups()):
             continue
         kept.append(section)
     return "".join(kept)
 
 
-def apply_patch(sandbox: Sandbox, patch: str, timeout: float = 120) -> str:
+def apply_patch(sandbox: Sandbox, patch: str, timeout: float = 120, excludes: tuple[str, ...] = ()) -> str:
     """Apply `patch` to /testbed; returns the command that worked, raises StepFailed if none did."""
-    patch = filter_patch(patch)
+    patch = filter_patch(patch, excludes)
     if not patch.strip():
         return "empty patch"
     sandbox.write_file(PATCH_PATH, patch if patch.endswith("\n") else patch + "\n")
@@ -152,7 +154,7 @@ class CodeState:
 
 def prepare_state(name: str, sandbox: Sandbox, task: Task, patch: str | None) -> CodeState:
     if patch:
-        apply_patch(sandbox, patch)
+        apply_patch(sandbox, patch, excludes=task.patch_excludes)
         install(sandbox, task)
     tests = tuple(install_tests(sandbox, task))
     # A fixed hash seed: string hashing otherwise changes dict/set layouts, and so timings, per process.

@@ -41,6 +41,8 @@ FIELDS: dict[str, tuple[str, str]] = {
     "instance_image_tag": ("str", "a string such as 'latest'"),
 }
 Warn = Callable[[str], None]
+# GSO's eval leaves these out of a patch, besides the tooling paths every task leaves out.
+PATCH_EXCLUDES = ("*.json", "*.txt", "*.csv", "*.log", "*.pkl")
 
 
 def image_key(row: dict[str, Any]) -> str:
@@ -156,7 +158,7 @@ def to_task(row: dict[str, Any], hints: bool = False, mirror: str | Path | None 
     return Task(
         id=row["instance_id"], repo=row["repo"], api=row["api"], languages=("python",),
         setup_commands=tuple(row["setup_commands"]), install_commands=install_commands(row),
-        install_block=True, shown_install_commands=shown_install_commands(row),
+        install_block=True, shown_install_commands=shown_install_commands(row), patch_excludes=PATCH_EXCLUDES,
         prob_script=row["prob_script"], expert_patch=row["gt_diff"],
         hidden_files=tuple((name, test.encode()) for name, test in zip(names, row["tests"])), test_names=names,
         description=row["hints_text"] if hints else "", tags=("gso",), source="gso",

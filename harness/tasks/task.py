@@ -36,6 +36,7 @@ class Task:
     repo_url: str | None = None  # where that history is: a local (bare) repository or a git URL
     install_block: bool = False  # run install_commands as one shell block (GSO) instead of one by one
     shown_install_commands: tuple[str, ...] | None = None  # what the prompt shows, if not install_commands
+    patch_excludes: tuple[str, ...] = ()  # more globs of paths a graded patch may not touch (GSO: data files)
 
     @property
     def install_steps(self) -> tuple[str, ...]:
