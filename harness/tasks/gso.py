@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime
 import os
 import socket
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -171,8 +172,9 @@ class GsoSource:
     name = "gso"
 
     def __init__(self, split: str = "test", hints: bool = False, repo_mirror: str | None = None,
-                 warn: Warn = print) -> None:
-        self.split, self.hints, self.warn = split, hints, warn
+                 warn: Warn | None = None) -> None:
+        self.split, self.hints = split, hints
+        self.warn = warn or (lambda message: print(f"warning: {message}", file=sys.stderr, flush=True))
         self.mirror = Path(repo_mirror).expanduser() if repo_mirror else None
         if self.mirror is not None and not self.mirror.is_dir():
             raise TaskError(f"tasks.repo_mirror={repo_mirror}: no such folder (it should hold owner__name.git)")
