@@ -20,7 +20,7 @@ venv: $(STAMP)
 # GSO's own grading code, test-only, for the verdict cross-check (tests/test_gso_parity.py). Each version in
 # its own folder (both are the package `gso`); it declares Python >= 3.12 but its grading imports on 3.11.
 $(GSOBENCH)/%/gso/constants.py: $(STAMP)
-	$(PY) -m pip install -q --no-deps --ignore-requires-python --target $(GSOBENCH)/$* gsobench==$*
+	$(PY) -m pip install -q --upgrade --no-deps --ignore-requires-python --target $(GSOBENCH)/$* gsobench==$*
 
 gsobench: $(GSOBENCH)/0.1.7/gso/constants.py $(GSOBENCH)/0.1.9/gso/constants.py
 
