@@ -24,7 +24,7 @@ from harness.atomic import write_json, write_text
 from harness.metrics.summary import summarize
 from harness.sandbox.interface import SandboxError
 from runner.config import ConfigError
-from runner.study import Run, check_comparable, find_runs, load_run, successes_of
+from runner.study import Run, check_comparable, find_runs, load_run, scores_of, successes_of
 
 
 def system_row(run: Run, k: int) -> dict[str, Any]:
@@ -39,7 +39,7 @@ def system_row(run: Run, k: int) -> dict[str, Any]:
     finished = [r for rows in by_task.values() for r in rows if r is not None]
     known = [r.cost_usd for r in finished if r.cost_usd is not None]
     wasted = sum(r.cost_usd for r in finished if r.cost_usd is not None and r.instance_id not in solved_any)
-    scores = {t: [float(r.score or 0.0) if r else 0.0 for r in rows] for t, rows in by_task.items()}
+    scores = scores_of(run)
     return {
         "system": run.label, "model": run.conf.model.id, "scaffold": run.conf.scaffold.id,
         "budget": run.conf.budget.id, "max_steps": run.conf.budget.max_steps, "approximate": run.approximate,

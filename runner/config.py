@@ -53,6 +53,12 @@ class BudgetConf(Limits):
     id: str = "smoke"
     run_cost_usd: float | None = None  # a cap for the whole run
 
+    def problems(self) -> list[str]:
+        out = super().problems()
+        if self.run_cost_usd is not None and self.run_cost_usd <= 0:
+            out.append(f"run_cost_usd must be positive or null, got {self.run_cost_usd}")
+        return out
+
 
 @dataclass
 class TasksConf:
@@ -166,8 +172,6 @@ def _check(conf: RunConf) -> None:
     if conf.executor.kind not in EXECUTORS:
         raise ConfigError(f"executor {conf.executor.kind!r} is not available; use executor=local")
     problems = conf.budget.problems()
-    if conf.budget.run_cost_usd is not None and conf.budget.run_cost_usd <= 0:
-        problems.append(f"run_cost_usd must be positive or null, got {conf.budget.run_cost_usd}")
     if problems:
         raise ConfigError(f"budget.{problems[0]}")
     model = conf.model

@@ -11,7 +11,6 @@ them back, filling defaults for keys an older record lacks and keeping keys it d
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -20,10 +19,6 @@ from harness.models.records import Usage
 from scaffolds.exits import ExitReason
 
 R = TypeVar("R", bound="_Record")
-
-
-def patch_sha256(patch: str | None) -> str | None:
-    return hashlib.sha256(patch.encode()).hexdigest() if patch is not None else None
 
 
 @dataclass

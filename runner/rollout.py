@@ -21,7 +21,8 @@ from harness.sandbox.interface import Sandbox, SandboxError
 from harness.sandbox.providers import SandboxProvider
 from harness.tasks.task import Task
 from runner.config import ConfigError, RunConf
-from runner.records import RolloutRecord, System, patch_sha256
+from harness.grader.config import patch_sha256
+from runner.records import RolloutRecord, System
 from runner.store import RunStore
 from scaffolds import make_scaffold
 from scaffolds.episode import Episode

@@ -18,7 +18,8 @@ from harness.sandbox.providers import provider
 from runner.config import ConfigError
 from runner.grading import Grader, graded
 from runner.plan import select
-from runner.records import ResultRecord, RolloutRecord, patch_sha256
+from harness.grader.config import patch_sha256
+from runner.records import ResultRecord, RolloutRecord
 from runner.store import RunStore
 from runner.study import Run
 

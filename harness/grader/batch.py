@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.atomic import read_json, write_json
-from harness.grader.config import GradeConfig
-from harness.grader.grade import grade, patch_sha256
+from harness.grader.config import GradeConfig, patch_sha256
+from harness.grader.grade import grade
 from harness.grader.predictions import Prediction
 from harness.metrics.summary import Outcome, summarize
 from harness.tasks.task import Task

@@ -4,6 +4,7 @@ Light (no numpy, no Docker): the runner validates it at start-up, before anythin
 """
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,11 @@ from harness.sandbox.interface import SandboxLimits
 GRADER_VERSION = "1.1"  # 1.1: paired speedups, patch and expert back to back
 MODES = ("interleaved", "gso")
 STATS = ("paired", "mean", "median")
+
+
+def patch_sha256(patch: str | None) -> str | None:
+    """What identifies a graded patch in reports (None for a missing patch)."""
+    return hashlib.sha256(patch.encode()).hexdigest() if patch is not None else None
 
 
 @dataclass

@@ -10,7 +10,6 @@ uncertain when its interval straddles the threshold. The report keeps GSO's keys
 """
 from __future__ import annotations
 
-import hashlib
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -18,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from harness import metrics
-from harness.grader.config import GradeConfig
+from harness.grader.config import GradeConfig, patch_sha256
 from harness.grader.states import CodeState, StepFailed, Stop, copy_references, prepare_state, reason_of, \
     run_test_script
 from harness.grader.timing import RATIOS, Log, bootstrap, estimates, straddles, time_rounds
@@ -64,10 +63,6 @@ def grade(task: Task, patch: str | None, image: str, config: GradeConfig | None 
                 pass  # already gone; the provider's exit hooks and cleanup cover the rest
     report["wall_time_s"] = round(time.monotonic() - started, 2)
     return report
-
-
-def patch_sha256(patch: str | None) -> str | None:
-    return hashlib.sha256(patch.encode()).hexdigest() if patch is not None else None
 
 
 def _prepare(task: Task, patch: str, image: str, config: GradeConfig, report: dict[str, Any],

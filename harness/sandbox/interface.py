@@ -26,9 +26,10 @@ DEFAULT_BASE_IMAGE = "debian:bookworm-slim"  # what task images build on; provid
 MAX_OUTPUT_BYTES = 1_000_000  # default cap on what one command's output keeps: the head and the tail halves
 
 
-def is_excluded(path: str) -> bool:
-    """True for a path no diff shows and no patch may touch: tooling and build output, not source."""
-    return any(fnmatch.fnmatch(path, glob) for glob in EXCLUDED_GLOBS)
+def is_excluded(path: str, extra: tuple[str, ...] = ()) -> bool:
+    """True for a path no diff shows and no patch may touch: tooling and build output, not source, and
+    the `extra` globs a task adds (GSO: data files)."""
+    return any(fnmatch.fnmatch(path, glob) for glob in EXCLUDED_GLOBS + extra)
 
 
 class SandboxError(RuntimeError):
