@@ -17,9 +17,10 @@ from rich.table import Table
 
 from harness.grader.predictions import PredictionsError
 from harness.sandbox.interface import DEFAULT_BASE_IMAGE as BASE_IMAGE
-from harness.sandbox.interface import ImageBuildError, SandboxError
+from harness.sandbox.interface import ImageBuildError, SandboxError, TaskImages
 from harness.sandbox.providers import SandboxProvider, provider
-from harness.tasks import Task, TaskError, select_tasks
+from harness.tasks import SOURCES, Task, TaskError, select_tasks
+from harness.tasks.task import IMAGE_POLICIES, NETWORK_POLICIES
 
 if TYPE_CHECKING:
     from harness.grader.config import GradeConfig
@@ -28,13 +29,28 @@ console = Console(stderr=True, highlight=False, soft_wrap=True)  # log lines, ne
 
 
 def _tasks_arg(parser: argparse.ArgumentParser, default: str = "suite") -> None:
-    parser.add_argument("--tasks", default=default,
-                        help="'suite', 'smoke', comma-separated task ids, or a path to a folder of tasks "
-                             f"(default: {default})")
+    parser.add_argument("--tasks", default=None,
+                        help="suite source: 'suite', 'smoke', comma-separated task ids, or a path to a folder of "
+                             f"tasks (default: {default}); gso source: the hub id or a local file or folder of "
+                             "rows (default: gso-bench/gso)")
+    parser.add_argument("--source", choices=sorted(SOURCES), default="suite", help="the task source (default suite)")
+    gso = parser.add_argument_group("gso source")
+    gso.add_argument("--split", default="test", help="the dataset's split (default test)")
+    gso.add_argument("--repo-mirror", default=None, help="a folder of bare repositories owner__name.git (offline)")
+    gso.add_argument("--image", choices=IMAGE_POLICIES, default="auto",
+                     help="GSO's image when present or pullable, else built from the row (auto); only one of them")
+    gso.add_argument("--network", choices=NETWORK_POLICIES, default="none", help="what graded tests may reach")
+
+
+def _select(args: argparse.Namespace) -> list[Task]:
+    """The tasks the arguments name (a source's options go to the source that takes them)."""
+    selector = args.tasks if args.tasks is not None else ("suite" if args.source == "suite" else "")
+    return select_tasks(selector, args.source, split=args.split, repo_mirror=args.repo_mirror, image=args.image,
+                        network=args.network)
 
 
 def cmd_tasks(args: argparse.Namespace) -> int:
-    tasks = select_tasks(args.tasks)
+    tasks = _select(args)
     if args.json:
         print(json.dumps([{"id": t.id, "repo": t.repo, "api": t.api, "languages": list(t.languages),
                            "tags": list(t.tags), "workloads": len(t.test_names), "path": str(t.path or "")}
@@ -60,10 +76,11 @@ def _build_log(msg: str) -> None:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    tasks = select_tasks(args.tasks)
+    tasks = _select(args)
     tags = _sandboxes().ensure_images(tasks, args.base_image, progress=_build_log)
-    for task_id, tag in tags.items():
-        print(f"{task_id}\t{tag}")
+    for task_id, images in tags.items():
+        grading = f"\t(grading: {images.grading})" if images.grading != images.agent else ""
+        print(f"{task_id}\t{images.agent}{grading}")
     return 0
 
 
@@ -88,7 +105,7 @@ def _grading_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _grading_setup(args: argparse.Namespace, tasks: list[Task],
-                   command: str) -> tuple[GradeConfig, dict[str, str], Path]:
+                   command: str) -> tuple[GradeConfig, dict[str, TaskImages], Path]:
     from harness.grader.config import GradeConfig
     try:
         config = GradeConfig(rounds=args.rounds, mode=args.mode, stat=args.stat, p=args.p,
@@ -106,7 +123,7 @@ def _fmt_interval(values: list[float] | None) -> str:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from harness.grader.batch import validate
-    tasks = select_tasks(args.tasks)
+    tasks = _select(args)
     if not tasks:
         raise TaskError(f"--tasks {args.tasks}: matches no tasks")
     if args.repeat < 1:
@@ -143,7 +160,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_grade(args: argparse.Namespace) -> int:
     from harness.grader.batch import grade_predictions
     from harness.grader.predictions import load_predictions, natural_sort_key
-    tasks = select_tasks(args.tasks)
+    tasks = _select(args)
     if not tasks:
         raise TaskError(f"--tasks {args.tasks}: matches no tasks")
     known = {t.id for t in tasks}

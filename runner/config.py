@@ -69,6 +69,12 @@ class TasksConf:
     split: str = "test"  # gso
     repo_mirror: str | None = None  # gso: a folder of bare repositories, owner__name.git (offline builds)
     hints: bool = False  # gso: show the row's hints_text to the agent
+    image: str = "auto"  # gso: GSO's image if present or pullable, else built (auto) | prebuilt | build
+    network: str = "none"  # gso: what graded tests may reach: none | offline (libraries read caches) | allowed
+    test_timeout: float | None = None  # gso: seconds per test run (0: none); null: GSO's rule per repository
+    runs_per_test: int | None = None  # gso: a cap on timing rounds; null: GSO's rule (1 for its slowest repos)
+    cpus: float | None = None  # gso: CPUs per container (capped at the machine's); null: GSO's rule per repository
+    memory: str | None = None  # gso: memory per container; null: GSO's rule per repository
 
 
 @dataclass

@@ -11,6 +11,7 @@ from typing import Any
 
 from harness.grader.config import GradeConfig
 from harness.grader.grade import grade
+from harness.sandbox.interface import TaskImages
 from harness.sandbox.providers import SandboxProvider
 from harness.tasks.task import Task
 from runner.records import ResultRecord, RolloutRecord
@@ -21,7 +22,7 @@ TIMING_LOCK = threading.Lock()
 
 
 class Grader:
-    def __init__(self, store: RunStore, config: GradeConfig, images: dict[str, str], sandboxes: SandboxProvider,
+    def __init__(self, store: RunStore, config: GradeConfig, images: dict[str, TaskImages], sandboxes: SandboxProvider,
                  force: bool = False) -> None:
         self.store, self.config, self.images, self.sandboxes, self.force = store, config, images, sandboxes, force
         self._by_patch: dict[tuple[str, str | None], tuple[int, dict[str, Any]]] = {}
@@ -41,8 +42,8 @@ class Grader:
                 report = {**same[1], "reused_from": same[0]}
             else:
                 with TIMING_LOCK:
-                    report = grade(task, record.patch or "", self.images[task.id], self.config, instance_id=task.id,
-                                   log=log, sandboxes=self.sandboxes)
+                    report = grade(task, record.patch or "", self.images[task.id].grading, self.config,
+                                   instance_id=task.id, log=log, sandboxes=self.sandboxes)
             self.store.save_grading(task.id, index, report)
         if "reused_from" not in report:
             self._by_patch[(task.id, record.patch_sha256)] = (index, report)

@@ -26,7 +26,9 @@ def select(conf: RunConf) -> list[Task]:
     """The run's tasks; every problem is one ConfigError line."""
     try:
         t = conf.tasks
-        tasks = select_tasks(t.selector, t.source, split=t.split, hints=t.hints, repo_mirror=t.repo_mirror)
+        tasks = select_tasks(t.selector, t.source, split=t.split, hints=t.hints, repo_mirror=t.repo_mirror,
+                             image=t.image, network=t.network, test_timeout=t.test_timeout,
+                             runs_per_test=t.runs_per_test, cpus=t.cpus, memory=t.memory)
     except TaskError as err:
         raise ConfigError(str(err).replace("--tasks", "tasks.selector=")) from None
     if conf.tasks.ids:

@@ -128,4 +128,6 @@ def write_reports(store: RunStore, conf: RunConf, task_ids: list[str]) -> dict[s
                f"verdict (round(gm, 1) >= {g.min_speedup:g}).") if conf.grade != "none" else ""
     store.write_report(report, render_markdown(report, str(store.root), grading))
     store.write_predictions(records, conf.model.name, conf.rollouts)
+    if conf.grade != "none":
+        store.write_gso_reports(records, conf.model.name, task_ids)
     return report

@@ -118,7 +118,7 @@ class RolloutRunner:
         live.model = model
         scaffold = make_scaffold(self.conf.scaffold.name, self.conf.scaffold.options)
         limits = self.conf.budget
-        sandbox = self.sandboxes.start(image, self.conf.sandbox.limits(),
+        sandbox = self.sandboxes.start(image, self.conf.sandbox.limits().for_task(task.cpus, task.memory),
                                        labels={RUN_LABEL: self.run_id, "optrunner.task": task.id,
                                                "optrunner.rollout": str(live.index)})
         live.sandbox = sandbox

@@ -126,7 +126,7 @@ class Runner:
         with self.lock:
             self.live[(item.task.id, item.index)] = live
         try:
-            return self.rollouts.run(item.task, self.images[item.task.id], live)
+            return self.rollouts.run(item.task, self.images[item.task.id].agent, live)
         except Interrupted:
             return None
         finally:

@@ -141,6 +141,18 @@ class RunStore:
     def report_md(self) -> Path:
         return self.root / "report.md"
 
+    def write_gso_reports(self, records: list[ResultRecord], model_name: str, task_ids: list[str]) -> None:
+        """The gradings in GSO's log layout under gso/, one run id per rollout index (rollout_<i>), so GSO's
+        analysis scripts and Opt@K merge read them."""
+        from harness.grader.gso_reports import write_gso_layout  # numpy: only once a run is graded
+        for index in sorted({r.rollout for r in records}):
+            mine = [r for r in records if r.rollout == index]
+            predictions = {r.instance_id: {"model_patch": r.patch or "", "model_name_or_path": model_name}
+                           for r in mine}
+            reports = {r.instance_id: report for r in mine
+                       if (report := self.grading(r.instance_id, index)) is not None}
+            write_gso_layout(self.root / "gso", f"rollout_{index}", predictions, reports, task_ids)
+
     def write_predictions(self, records: list[ResultRecord], model_name: str, rollouts: int) -> None:
         """GSO predictions, one file per rollout index (what `python -m harness grade` reads)."""
         by_index: dict[int, list[dict[str, Any]]] = {i: [] for i in range(rollouts)}

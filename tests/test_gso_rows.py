@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.tasks import TaskError
-from harness.tasks.gso import GsoSource, check_rows, image_key, to_task
+from harness.tasks.gso import GsoOptions, GsoSource, check_rows, image_key, to_task
 from tests.gso_rows import DIFF, gso_row
 
 ROWS = [gso_row(), gso_row("Acme__fastsum-5e6f7a8", api="fastsum.mean")]
@@ -54,7 +54,7 @@ def test_the_agent_sees_nothing_of_the_answer_and_hints_only_on_request() -> Non
     for secret in ("return sum(xs)", row["opt_commit"], row["gt_commit_message"], row["hints_text"],
                    "experiment()"):
         assert secret not in shown
-    assert to_task(row, hints=True).prompt_vars()["description"] == row["hints_text"]
+    assert to_task(row, GsoOptions(hints=True)).prompt_vars()["description"] == row["hints_text"]
 
 
 @pytest.mark.parametrize("change, message", [

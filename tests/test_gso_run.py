@@ -47,10 +47,14 @@ def test_the_agents_container_holds_nothing_of_the_expert(gso: tuple[Path, Path,
     tasks = select_tasks(str(rows), "gso", repo_mirror=str(mirror))
     images = provider("docker").ensure_images(tasks, "debian:bookworm-slim", progress=lambda _m: None)
     for task, row in zip(tasks, raw):
-        with DockerSandbox.start(images[task.id], client=client()) as box:
+        assert images[task.id].agent != images[task.id].grading
+        with DockerSandbox.start(images[task.id].grading, client=client()) as box:  # GSO's layout: all history
+            assert box.exec(f"git cat-file -e {row['opt_commit']}").exit_code == 0
+        with DockerSandbox.start(images[task.id].agent, client=client()) as box:
             assert box.exec(f"git cat-file -e {row['opt_commit']}").exit_code != 0
-            assert box.exec(f"git cat-file -e {row['base_commit']}").exit_code != 0  # only our own commit
+            assert box.exec("git rev-parse HEAD").output.strip() == row["base_commit"]  # the base's own history
             assert box.exec("git rev-list --all | wc -l").output.strip() == "1"
+            assert box.exec("git reflog --all | wc -l; ls .git/refs/heads").output.split() == ["0", "main"]
             assert box.exec("test -e /eval.sh").exit_code == 1
             # the task's virtualenv is the agent's python, in login and plain shells alike
             assert box.exec("which python3").output.strip() == "/testbed/.venv/bin/python3"

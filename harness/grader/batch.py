@@ -9,14 +9,16 @@ from typing import Any
 from harness.atomic import read_json, write_json
 from harness.grader.config import GradeConfig, patch_sha256
 from harness.grader.grade import grade
+from harness.grader.gso_reports import write_gso_layout
 from harness.grader.predictions import Prediction
 from harness.metrics.summary import Outcome, summarize
+from harness.sandbox.interface import TaskImages
 from harness.tasks.task import Task
 
 Log = Callable[[str], None]
 
 
-def grade_predictions(rollouts: list[list[Prediction]], tasks: list[Task], images: dict[str, str],
+def grade_predictions(rollouts: list[list[Prediction]], tasks: list[Task], images: dict[str, TaskImages],
                       config: GradeConfig, out: Path, log: Log) -> dict[str, Any]:
     """Grade every prediction of every rollout file; write one report each, then the summary.
 
@@ -31,7 +33,7 @@ def grade_predictions(rollouts: list[list[Prediction]], tasks: list[Task], image
             report = _stored(path, pred, config)
             if report is None:
                 log(f"rollout {index}: grading {pred.instance_id}")
-                report = grade(by_id[pred.instance_id], pred.model_patch, images[pred.instance_id], config,
+                report = grade(by_id[pred.instance_id], pred.model_patch, images[pred.instance_id].grading, config,
                                log=log)
                 report["model_name_or_path"] = pred.model_name_or_path
                 write_json(path, report, indent=2)
@@ -39,6 +41,10 @@ def grade_predictions(rollouts: list[list[Prediction]], tasks: list[Task], image
                 log(f"rollout {index}: {pred.instance_id} already graded, reusing {path}")
             done[pred.instance_id] = report
         reports.append(done)
+        # GSO's own layout beside ours, so its run reports and Opt@K merge read these gradings
+        write_gso_layout(out, f"rollout_{index}", {p.instance_id: {"model_patch": p.model_patch,
+                                                                   "model_name_or_path": p.model_name_or_path}
+                                                   for p in predictions}, done, [t.id for t in tasks])
     summary = summarize_reports(reports, [t.id for t in tasks], config.p)
     write_json(out / "summary.json", summary, indent=2)
     return summary
@@ -103,7 +109,7 @@ class Validation:
         return count
 
 
-def validate(tasks: list[Task], images: dict[str, str], config: GradeConfig, repeat: int, out: Path,
+def validate(tasks: list[Task], images: dict[str, TaskImages], config: GradeConfig, repeat: int, out: Path,
              log: Log) -> list[Validation]:
     results = []
     for task in tasks:
@@ -111,7 +117,7 @@ def validate(tasks: list[Task], images: dict[str, str], config: GradeConfig, rep
         for attempt in range(repeat):
             for kind, patch, bucket in (("gold", task.expert_patch, result.gold), ("empty", "", result.empty)):
                 log(f"[{task.id}] {kind} patch, attempt {attempt + 1}/{repeat}")
-                report = grade(task, patch, images[task.id], config, log=log)
+                report = grade(task, patch, images[task.id].grading, config, log=log)
                 write_json(out / task.id / f"{kind}_{attempt}.json", report, indent=2)
                 bucket.append(report)
         results.append(result)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -69,10 +70,14 @@ def _prepare(task: Task, patch: str, image: str, config: GradeConfig, report: di
              boxes: list[Sandbox], log: Log, sandboxes: SandboxProvider) -> list[CodeState]:
     """Start, patch and build the three states in parallel; then check them in GSO's status order."""
 
+    limits = replace(config.limits().for_task(None, task.memory), network=task.network == "allowed")
+
     def start(name: str, code: str | None) -> CodeState:
-        box = sandboxes.start(image, config.limits(), labels={"optrunner.role": f"grade-{name}"})
+        box = sandboxes.start(image, limits, labels={"optrunner.role": f"grade-{name}"})
         boxes.append(box)
-        state = prepare_state(name, box, task, code)
+        # The expert's state: its commit checked out where the image has it (GSO), else its diff applied.
+        expert_commit = task.opt_commit if name == "commit" else None
+        state = prepare_state(name, box, task, None if expert_commit else code, commit=expert_commit)
         if name == "base":
             for test in state.tests:
                 run_test_script(state, test, "reference", task.test_timeout)
@@ -138,7 +143,7 @@ def verdicts(report: dict[str, Any], names: list[str], times: dict[str, dict[str
         round_times={n: {t: times[n][t] for t in tests} for n in names},
         opt_base=metrics.opt_base_from(pb, base, patch, config.min_speedup),
         opt_commit=metrics.opt_p_from(pb, pc, base, patch, config.p, config.min_speedup),
-        opt_stats=stats.as_dict(),
+        opt_stats=stats.as_dict(), per_test_speedups={"patch_base": pb, "patch_commit": pc, "commit_base": cb},
     )
     report["score"] = (metrics.log_stretch_score(stats.gm_speedup_patch_base, stats.gm_speedup_commit_base)
                        if stats.gm_speedup_commit_base > 1 else None)

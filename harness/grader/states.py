@@ -1,12 +1,15 @@
 """Putting a code state into a sandbox and running hidden performance tests in it.
 
-These are the steps the grader composes: apply a patch with GSO's cascade, rebuild, copy the hidden
-tests in (only now, never into an agent's container), run one test script under the GSO protocol and
-read back its `Execution time:` lines, and carry reference results from one container to another.
+These are the steps the grader composes: apply a patch with GSO's cascade (or check out the expert's
+commit), rebuild, copy the hidden tests in (only now, never into an agent's container), run one test
+script under the GSO protocol and read back its `Execution time:` lines, and carry reference results
+from one container to another. Where tests go, the directory they run from and the python that runs
+them are the task's (GSO: `/gso_test_<i>.py`, from /testbed, with the venv's python).
 """
 from __future__ import annotations
 
 import math
+import posixpath
 import re
 import shlex
 import statistics
@@ -15,7 +18,7 @@ from pathlib import Path
 
 from harness.sandbox.interface import Sandbox, is_excluded
 from harness.sandbox.processes import FreshProcesses
-from harness.tasks.task import Task
+from harness.tasks.task import OFFLINE_ENV, Task
 
 HIDDEN_DIR = "/hidden_tests"
 REF_DIR = f"{HIDDEN_DIR}/refs"
@@ -30,6 +33,11 @@ APPLY_CASCADE = (
 )
 _FILE_SEP = "\x1eoptrunner-timing-file\x1e"  # between a test's own output and its timing file
 _TIME_LINE = re.compile(r"Execution time:\s*([0-9.eE+-]+)\s*s")
+NO_LIMIT_S = 7 * 86400.0  # a test run with no time limit (GSO's rule for its slowest repositories)
+# What a test that reached for the network prints when the sandbox has none.
+_NO_NETWORK = re.compile(r"Temporary failure in name resolution|Name or service not known|Network is unreachable|"
+                         r"nodename nor servname|No route to host|Failed to resolve|getaddrinfo failed|"
+                         r"Could not resolve host|OfflineModeIsEnabled|outgoing traffic has been disabled")
 
 
 class Stop(Exception):
@@ -83,39 +91,54 @@ def apply_patch(sandbox: Sandbox, patch: str, timeout: float = 120, excludes: tu
     raise StepFailed("apply patch", "\n".join(outputs))
 
 
-def install(sandbox: Sandbox, task: Task, timeout: float = 600) -> None:
+def install(sandbox: Sandbox, task: Task) -> None:
     for cmd in task.install_steps:
-        done = sandbox.exec(cmd, timeout=timeout)
+        done = sandbox.exec(cmd, timeout=task.build_timeout)
         if done.exit_code != 0:
             raise StepFailed(f"install command '{cmd}'", done.output)
+
+
+def checkout(sandbox: Sandbox, commit: str, timeout: float = 300) -> None:
+    """The expert's state as GSO makes it: a checkout of its commit (then the rebuild). In place, without
+    GSO's `git clean -xfd`, so the built virtualenv stays and no network is needed to rebuild."""
+    done = sandbox.exec(f"git checkout -q -f {shlex.quote(commit)}", timeout=timeout)
+    if done.exit_code != 0:
+        raise StepFailed(f"checkout of {commit[:12]}", done.output)
 
 
 def install_tests(sandbox: Sandbox, task: Task) -> list[str]:
     """Copy the hidden tests (and perfkit.py) into the sandbox; returns the test script names."""
     for name, data in task.hidden_files:
-        sandbox.write_file(f"{HIDDEN_DIR}/{name}", data)
+        sandbox.write_file(posixpath.join(task.test_dir, name), data)
     sandbox.write_file(f"{HIDDEN_DIR}/perfkit.py", PERFKIT.read_bytes())
     sandbox.exec(f"mkdir -p {REF_DIR}", timeout=30)
     return list(task.test_names)
 
 
-def run_test_script(state: "CodeState", test: str, mode: str | None, timeout: float) -> float:
+def run_test_script(state: "CodeState", test: str, mode: str | None, timeout: float | None) -> float:
     """Run one hidden test as a fresh process; returns the mean of its `Execution time:` lines.
 
     mode: "reference" stores the result, "eqcheck" compares with the stored one, None only times.
     The timing file is printed after a separator by the same command, which saves a round trip.
     """
+    task = state.task
     stem = test.removesuffix(".py")
     out = f"/tmp/.time_{stem}.txt"
     flag = f"--{mode}" if mode else ""
-    cmd = (f"rm -f {out} && cd {HIDDEN_DIR} && python3 {shlex.quote(test)} {out} {flag} "
-           f"--file_prefix {REF_DIR}/{stem} && printf '\\036optrunner-timing-file\\036' && cat {out}")
-    done = state.procs.run(cmd, timeout)
+    script = posixpath.join(task.test_dir, test)
+    python = shlex.quote(task.test_python)
+    cmd = (f"rm -f {out} && cd {task.test_cwd or task.test_dir} && py={python} && {{ [ -x \"$py\" ] || py=python3; }} "
+           f"&& \"$py\" {shlex.quote(script)} {out} {flag} --file_prefix {REF_DIR}/{stem} "
+           f"&& printf '\\036optrunner-timing-file\\036' && cat {out}")
+    done = state.procs.run(cmd, timeout if timeout is not None else NO_LIMIT_S)
     output, sep, text = done.output.rpartition(_FILE_SEP)
     if done.timed_out:
-        raise StepFailed(f"test {test} (timeout after {timeout:g}s)", done.output)
+        raise StepFailed(f"test {test} (timeout after {timeout or NO_LIMIT_S:g}s)", done.output)
     if not sep:
         what = "equivalence check" if mode == "eqcheck" and "AssertionError" in done.output else "run"
+        if not state.sandbox.limits.network and _NO_NETWORK.search(done.output):
+            what += f"; it needs the network, which is off for this task (tasks.network={task.network}; " \
+                    "allowed turns it on)"
         raise StepFailed(f"test {test} ({what})", done.output)
     if done.exit_code != 0:
         raise StepFailed(f"test {test}", f"it wrote no timing file\n{output}")
@@ -148,12 +171,19 @@ class CodeState:
     sandbox: Sandbox
     tests: tuple[str, ...]
     procs: FreshProcesses  # its stream ends with the container
+    task: Task
 
 
-def prepare_state(name: str, sandbox: Sandbox, task: Task, patch: str | None) -> CodeState:
-    if patch:
+def prepare_state(name: str, sandbox: Sandbox, task: Task, patch: str | None = None,
+                  commit: str | None = None) -> CodeState:
+    """The base (neither), a patch applied, or a commit checked out; rebuilt after a change."""
+    if commit:
+        checkout(sandbox, commit)
+    elif patch:
         apply_patch(sandbox, patch, excludes=task.patch_excludes)
+    if commit or patch:
         install(sandbox, task)
     tests = tuple(install_tests(sandbox, task))
     # A fixed hash seed: string hashing otherwise changes dict/set layouts, and so timings, per process.
-    return CodeState(name, sandbox, tests, FreshProcesses(sandbox, {"PYTHONHASHSEED": "0"}, login=False))
+    env = {"PYTHONHASHSEED": "0", **(OFFLINE_ENV if task.network == "offline" else {})}
+    return CodeState(name, sandbox, tests, FreshProcesses(sandbox, env, login=False), task)

@@ -25,6 +25,7 @@ def time_rounds(task: Task, states: list[CodeState], config: GradeConfig,
                  log: Log) -> dict[str, dict[str, list[float]]]:
     """times[state][test] = one value per round."""
     tests = states[0].tests
+    rounds = min(config.rounds, task.runs_per_test or config.rounds)  # a task may cap them (GSO's slow repos)
     times: dict[str, dict[str, list[float]]] = {s.name: {t: [] for t in tests} for s in states}
     if config.mode == "interleaved":
         # The machine's speed drifts over seconds, so the patch and the expert, whose ratio decides
@@ -32,10 +33,10 @@ def time_rounds(task: Task, states: list[CodeState], config: GradeConfig,
         # puts each state first and last, and before and after each other state, equally often
         # (a run is slowed by what ran just before it).
         orders = [o for o in itertools.permutations(states) if abs(o.index(states[1]) - o.index(states[2])) == 1]
-        schedule = [(r, test, state) for r in range(config.rounds) for i, test in enumerate(tests)
+        schedule = [(r, test, state) for r in range(rounds) for i, test in enumerate(tests)
                     for state in orders[(r * len(tests) + i) % len(orders)]]
     else:  # GSO: all base runs, then all patch runs, then all expert runs
-        schedule = [(r, test, state) for state in states for test in tests for r in range(config.rounds)]
+        schedule = [(r, test, state) for state in states for test in tests for r in range(rounds)]
     log(f"[{task.id}] timing: {len(schedule)} runs ({config.mode})")
     for _r, test, state in schedule:
         try:

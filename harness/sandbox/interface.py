@@ -14,7 +14,8 @@ Standard library only: the runner's config and `--help` import this module.
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
 TESTBED = "/testbed"
@@ -54,6 +55,14 @@ class ExecResult:
     truncated: bool = False
 
 
+@dataclass(frozen=True)
+class TaskImages:
+    """A task's two images. They differ when the grading image holds what the agent must not see (GSO's
+    prebuilt images keep the expert's commit and its eval script); otherwise both are one image."""
+    agent: str  # what an agent's sandbox starts from
+    grading: str  # what graded code states start from
+
+
 @dataclass
 class SandboxLimits:
     """Resources of one sandbox; also the Hydra schema of the `sandbox` config group (with base_image)."""
@@ -62,6 +71,11 @@ class SandboxLimits:
     pids: int = 1024
     network: bool = False
     max_output_bytes: int = MAX_OUTPUT_BYTES  # per command, on every exec path
+
+    def for_task(self, cpus: float | None, memory: str | None) -> "SandboxLimits":
+        """These limits with a task's own CPUs and memory where it names them (CPUs capped at this machine's)."""
+        return replace(self, cpus=min(cpus, float(os.cpu_count() or 1)) if cpus else self.cpus,
+                       memory=memory or self.memory)
 
 
 @runtime_checkable

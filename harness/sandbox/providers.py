@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from harness.sandbox.interface import Sandbox, SandboxLimits
+from harness.sandbox.interface import Sandbox, SandboxLimits, TaskImages
 
 if TYPE_CHECKING:
     from harness.tasks.task import Task
@@ -30,8 +30,8 @@ class SandboxProvider(Protocol):
         ...
 
     def ensure_images(self, tasks: Sequence["Task"], base_image: str,
-                      progress: Progress = print) -> dict[str, str]:
-        """Build (or reuse) every task's image; task id -> image. Raises ImageBuildError."""
+                      progress: Progress = print) -> dict[str, TaskImages]:
+        """Find, pull or build every task's images (the agent's and the grader's). Raises ImageBuildError."""
         ...
 
     def start(self, image: str, limits: SandboxLimits | None = None,

@@ -6,8 +6,11 @@ column is a warning. What the agent may see is the row's repository, API, specif
 install commands; `gt_diff` (the expert's change), `gt_commit_message`, `opt_commit` and the hidden
 tests go to the grader only, and `hints_text` only when hints are asked for.
 
-Images are built from the row (harness.sandbox.docker.history): the repository's tree at
-`base_commit`, from a local mirror (`repo_mirror`, holding `owner__name.git`) or GitHub.
+Images: GSO's own (`gso.eval.<arch>.<id lower>:<tag>`) when present or pullable from `slimshetty/gso`,
+otherwise built from the row: the repository's history at `base_commit`, from a local mirror
+(`repo_mirror`, holding `owner__name.git`) or GitHub. The agent gets a layer without the later history
+and without `/eval.sh`. Tests run as GSO runs them: `/gso_test_<i>.py`, from /testbed, with the
+venv's python, under GSO's per-repository run counts and time limits (overridable).
 """
 from __future__ import annotations
 
@@ -16,13 +19,25 @@ import os
 import socket
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from harness.tasks.task import Task, TaskError
+from harness.tasks.task import IMAGE_POLICIES, NETWORK_POLICIES, Task, TaskError
 
 HUB_DATASET = "gso-bench/gso"
+REGISTRY = "slimshetty/gso"  # GSO's images on Docker Hub, tagged gso.eval.<arch>.<id lower>
+# GSO's per-repository rules (its eval constants): runs per test (MAX_ITERS, 5 elsewhere) and the time
+# limit of one run (MAX_TIME, 300 s elsewhere; None: no limit).
+GSO_RUNS_PER_TEST = {"abetlen/llama-cpp-python": 1, "microsoft/onnxruntime": 1, "huggingface/tokenizers": 1}
+GSO_TEST_TIMEOUT: dict[str, float | None] = {"abetlen/llama-cpp-python": None, "huggingface/tokenizers": None}
+GSO_DEFAULT_TEST_TIMEOUT = 300.0
+# Resources (GSO's Harbor tasks: 4 CPUs and 16 GB, 8 and 32 GB for its high-resource repositories, whose
+# builds GSO also gives 5400 s instead of 3600 s).
+HIGH_RESOURCE_REPOS = ("abetlen/llama-cpp-python", "huggingface/tokenizers")
+GSO_RESOURCES = {"cpus": 4.0, "memory": "16g", "build_timeout": 3600.0}
+GSO_HIGH_RESOURCES = {"cpus": 8.0, "memory": "32g", "build_timeout": 5400.0}
 # GSO's row: field -> (kind, what a user is told it should be)
 FIELDS: dict[str, tuple[str, str]] = {
     "instance_id": ("str", "a string such as 'owner__repo-1a2b3c4'"),
@@ -49,6 +64,11 @@ PATCH_EXCLUDES = ("*.json", "*.txt", "*.csv", "*.log", "*.pkl")
 def image_key(row: dict[str, Any]) -> str:
     """GSO's local image name for a row: ids keep the repository's case, image keys lower-case them."""
     return f"gso.eval.{row['arch']}.{row['instance_id'].lower()}:{row['instance_image_tag']}"
+
+
+def registry_image(row: dict[str, Any]) -> str:
+    """Where GSO publishes a row's image."""
+    return f"{REGISTRY}:gso.eval.{row['arch']}.{row['instance_id'].lower()}"
 
 
 def load_rows(dataset: str, split: str = "test") -> list[dict[str, Any]]:
@@ -147,23 +167,46 @@ def install_commands(row: dict[str, Any]) -> tuple[str, ...]:
 
 def shown_install_commands(row: dict[str, Any]) -> tuple[str, ...]:
     """What the agent is told to rebuild with (GSO's agent-side filter): no venv creation, no clean, no
-    `which python`."""
-    hidden = ("uv venv", "git clean -xfd", "which python")
-    return tuple(c for c in row["install_commands"] if not c.strip().startswith(hidden))
+    `which python` or `python --version`, and a leading `git clean -xfd &&` cut off."""
+    hidden = ("git clean -xfd", "which python", "python --version", "uv venv")
+    return tuple(c.replace("git clean -xfd &&", "").strip() for c in row["install_commands"]
+                 if not c.startswith(hidden))
 
 
-def to_task(row: dict[str, Any], hints: bool = False, mirror: str | Path | None = None) -> Task:
-    """A row as a Task. Tests are named as GSO copies them (gso_test_<i>.py); the expert's change is
-    `gt_diff`; hints reach the prompt only when asked for."""
+@dataclass(frozen=True)
+class GsoOptions:
+    """How GSO rows become tasks; None means GSO's own rule for the row's repository."""
+    hints: bool = False
+    mirror: Path | None = None
+    image: str = "auto"
+    network: str = "none"
+    test_timeout: float | None = None  # 0: no limit
+    runs_per_test: int | None = None
+    cpus: float | None = None
+    memory: str | None = None
+
+
+def to_task(row: dict[str, Any], options: GsoOptions = GsoOptions()) -> Task:
+    """A row as a Task. Tests are named and run as GSO runs them; the expert's change is `gt_diff` and
+    its state `opt_commit`; hints reach the prompt only when asked for."""
     names = tuple(f"gso_test_{i}.py" for i in range(len(row["tests"])))
+    repo = row["repo"]
+    needs = GSO_HIGH_RESOURCES if repo in HIGH_RESOURCE_REPOS else GSO_RESOURCES
+    timeout = GSO_TEST_TIMEOUT.get(repo, GSO_DEFAULT_TEST_TIMEOUT) if options.test_timeout is None \
+        else (options.test_timeout or None)
     return Task(
-        id=row["instance_id"], repo=row["repo"], api=row["api"], languages=("python",),
+        id=row["instance_id"], repo=repo, api=row["api"], languages=("python",),
         setup_commands=tuple(row["setup_commands"]), install_commands=install_commands(row),
         install_block=True, shown_install_commands=shown_install_commands(row), patch_excludes=PATCH_EXCLUDES,
         prob_script=row["prob_script"], expert_patch=row["gt_diff"],
         hidden_files=tuple((name, test.encode()) for name, test in zip(names, row["tests"])), test_names=names,
-        description=row["hints_text"] if hints else "", tags=("gso",), source="gso",
-        base_commit=row["base_commit"], opt_commit=row["opt_commit"], repo_url=repo_url(row["repo"], mirror),
+        description=row["hints_text"] if options.hints else "", tags=("gso",), source="gso",
+        base_commit=row["base_commit"], opt_commit=row["opt_commit"], repo_url=repo_url(repo, options.mirror),
+        prebuilt_image=image_key(row), registry_image=registry_image(row), image_policy=options.image,
+        agent_hides=("/eval.sh",), test_dir="/", test_cwd="/testbed", test_python="/testbed/.venv/bin/python",
+        test_timeout=timeout, runs_per_test=options.runs_per_test or GSO_RUNS_PER_TEST.get(repo),
+        network=options.network, cpus=options.cpus or needs["cpus"], memory=options.memory or needs["memory"],
+        build_timeout=needs["build_timeout"],
     )
 
 
@@ -172,15 +215,28 @@ class GsoSource:
     name = "gso"
 
     def __init__(self, split: str = "test", hints: bool = False, repo_mirror: str | None = None,
+                 image: str = "auto", network: str = "none", test_timeout: float | None = None,
+                 runs_per_test: int | None = None, cpus: float | None = None, memory: str | None = None,
                  warn: Warn | None = None) -> None:
-        self.split, self.hints = split, hints
+        self.split = split
         self.warn = warn or (lambda message: print(f"warning: {message}", file=sys.stderr, flush=True))
-        self.mirror = Path(repo_mirror).expanduser() if repo_mirror else None
-        if self.mirror is not None and not self.mirror.is_dir():
+        mirror = Path(repo_mirror).expanduser() if repo_mirror else None
+        if mirror is not None and not mirror.is_dir():
             raise TaskError(f"tasks.repo_mirror={repo_mirror}: no such folder (it should hold owner__name.git)")
+        if image not in IMAGE_POLICIES:
+            raise TaskError(f"tasks.image={image}: choose one of {', '.join(IMAGE_POLICIES)}")
+        if network not in NETWORK_POLICIES:
+            raise TaskError(f"tasks.network={network}: choose one of {', '.join(NETWORK_POLICIES)}")
+        if test_timeout is not None and test_timeout < 0:
+            raise TaskError(f"tasks.test_timeout={test_timeout}: a number of seconds, 0 for no limit")
+        if runs_per_test is not None and runs_per_test < 1:
+            raise TaskError(f"tasks.runs_per_test={runs_per_test}: at least 1")
+        if cpus is not None and cpus <= 0:
+            raise TaskError(f"tasks.cpus={cpus}: a positive number of CPUs")
+        self.options = GsoOptions(hints, mirror, image, network, test_timeout, runs_per_test, cpus, memory)
 
     def select(self, selector: str) -> list[Task]:
         dataset = selector.strip() or HUB_DATASET
         rows = load_rows(dataset, self.split)
         check_rows(rows, dataset, self.warn)
-        return [to_task(row, self.hints, self.mirror) for row in rows]
+        return [to_task(row, self.options) for row in rows]

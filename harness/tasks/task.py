@@ -6,6 +6,10 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_TEST_TIMEOUT = 120.0
+IMAGE_POLICIES = ("auto", "prebuilt", "build")
+# What graded tests may reach: nothing; nothing but with libraries told to read their caches; the network.
+NETWORK_POLICIES = ("none", "offline", "allowed")
+OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 
 class TaskError(ValueError):
@@ -28,7 +32,7 @@ class Task:
     test_names: tuple[str, ...] = ()  # the test scripts among the hidden files, in order
     description: str = ""  # an optional bottleneck hint, shown only when a scaffold opts in
     tags: tuple[str, ...] = ()
-    test_timeout: float = DEFAULT_TEST_TIMEOUT
+    test_timeout: float | None = DEFAULT_TEST_TIMEOUT  # seconds one test run may take; None: no limit
     source: str = "suite"  # the task source that made it
     path: Path | None = None  # folder tasks: the task's folder, whose repo/ is the base tree
     base_commit: str | None = None  # tasks taken from a repository's history (GSO rows)
@@ -37,6 +41,21 @@ class Task:
     install_block: bool = False  # run install_commands as one shell block (GSO) instead of one by one
     shown_install_commands: tuple[str, ...] | None = None  # what the prompt shows, if not install_commands
     patch_excludes: tuple[str, ...] = ()  # more globs of paths a graded patch may not touch (GSO: data files)
+    # Images made elsewhere (GSO's): the grading image when present locally or pullable; the agent gets
+    # a derived layer without `agent_hides` and without history after the base commit.
+    prebuilt_image: str | None = None  # the local name (GSO: gso.eval.x86_64.<id>:latest)
+    registry_image: str | None = None  # where to pull it from when it is not present
+    image_policy: str = "auto"  # auto: prebuilt if present or pullable, else built; prebuilt | build: only that
+    agent_hides: tuple[str, ...] = ()  # paths in the prebuilt image the agent must not see (GSO: /eval.sh)
+    # How the grader runs the hidden tests: where they are copied, from which directory, how often.
+    test_dir: str = "/hidden_tests"
+    test_cwd: str | None = None  # None: the test's own directory
+    test_python: str = "python3"  # a path that does not exist falls back to python3
+    runs_per_test: int | None = None  # a cap on timing rounds (GSO: 1 for its slowest repositories)
+    network: str = "none"  # what graded tests may reach: one of NETWORK_POLICIES
+    cpus: float | None = None  # what the task needs at least (agent and grading containers)
+    memory: str | None = None
+    build_timeout: float = 3600.0
 
     @property
     def install_steps(self) -> tuple[str, ...]:

@@ -24,7 +24,8 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.sandbox.docker.engine import ensure_engine
-from harness.sandbox.docker.images import BaseImageSpec, ensure_images
+from harness.sandbox.docker.images import BaseImageSpec
+from harness.sandbox.docker.task_images import ensure_images
 from harness.grader.states import CodeState, StepFailed, copy_references, prepare_state, run_test_script
 from harness.sandbox.docker.containers import docker_client
 from harness.sandbox.docker.sandbox import DockerSandbox
@@ -130,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     tasks = select_tasks(args.tasks)
     images = ensure_images(docker_client(), tasks, BaseImageSpec(), progress=lambda m: console.print(f"[dim]{m}"))
     report: dict[str, object] = {"machine": {"cpus": os.cpu_count()}, "rounds": args.rounds}
-    first_image = images[tasks[0].id]
+    first_image = images[tasks[0].id].agent
     if not args.skip_sandbox:
         report["exec"] = ex = bench_exec(first_image, args.exec_n)
         console.print(f"exec overhead (median of {args.exec_n}, interleaved): sandbox {ex['sandbox_exec_ms']:.1f} ms, "
@@ -147,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     summary, all_rows = [], []
     for task in tasks:
         try:
-            rows = bench_task(task, images[task.id], args.rounds, cpuset)
+            rows = bench_task(task, images[task.id].grading, args.rounds, cpuset)
         except StepFailed as err:
             console.print(f"[red]{task.id}: {err}")
             summary.append({"task": task.id, "error": str(err)})

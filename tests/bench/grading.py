@@ -22,7 +22,8 @@ from harness.sandbox.docker.engine import ensure_engine
 from harness.grader.config import MODES, GradeConfig
 from harness.grader.grade import grade
 from harness.metrics import cv
-from harness.sandbox.docker.images import BaseImageSpec, ensure_images
+from harness.sandbox.docker.images import BaseImageSpec
+from harness.sandbox.docker.task_images import ensure_images
 from harness.sandbox.docker.containers import docker_client
 from harness.tasks import select_tasks
 
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         results: dict[str, list[dict]] = {mode: [] for mode in MODES}
         for _ in range(args.repeat):
             for mode in MODES:
-                results[mode].append(grade(task, task.expert_patch, images[task.id],
+                results[mode].append(grade(task, task.expert_patch, images[task.id].grading,
                                            GradeConfig(rounds=args.rounds, mode=mode)))
         for mode in MODES:
             reports = results[mode]

@@ -26,7 +26,8 @@ from rich.table import Table
 
 from harness.sandbox.docker.engine import ensure_engine
 from harness.sandbox.docker.containers import LABEL
-from harness.sandbox.docker.images import BaseImageSpec, ensure_images
+from harness.sandbox.docker.images import BaseImageSpec
+from harness.sandbox.docker.task_images import ensure_images
 from harness.sandbox.docker.containers import docker_client
 from harness.sandbox.docker.sandbox import DockerSandbox
 from harness.tasks import select_tasks
@@ -80,7 +81,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     ensure_engine()
     task = select_tasks("smoke")[0]
-    image = ensure_images(docker_client(), [task], BaseImageSpec(), progress=lambda m: None)[task.id]
+    image = ensure_images(docker_client(), [task], BaseImageSpec(), progress=lambda m: None)[task.id].agent
     rows: dict[str, list[float]] = {"codeact": [], "mini_swe": [], "terminus": [], "upstream mini-swe-agent": []}
     upstream_left = 0
     # Two alternating passes, so machine drift hits every contender alike.

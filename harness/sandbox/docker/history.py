@@ -1,15 +1,16 @@
-"""The base tree of a task taken from a repository's history (a GSO row): the tree at `base_commit`,
-from a local bare mirror (offline) or a clone of the repository kept in a cache.
-
-Only the tree goes into the image, never the history: the image's /testbed is a fresh repository whose
-one commit is that tree, so the expert's commit is nowhere in the agent's container.
+"""The history of a task taken from a repository (a GSO row): a local bare mirror (offline) or a clone
+of the repository kept in a cache, checked to hold the task's base and expert commits, and packed into a
+tar archive for the image build. That history goes into the grading image only (images.py); the
+agent's image keeps none of it after the base commit (agent_image.py).
 """
 from __future__ import annotations
 
 import hashlib
 import os
 import subprocess
+import tarfile
 from pathlib import Path
+from typing import IO
 
 from harness.sandbox.interface import ImageBuildError
 from harness.tasks.task import Task
@@ -24,8 +25,8 @@ def _git(args: list[str], what: str, timeout: float = 600) -> bytes:
     except subprocess.TimeoutExpired:
         raise ImageBuildError(f"{what}: git {args[0]} took over {timeout:g} s") from None
     if done.returncode != 0:
-        last = (done.stderr.decode(errors="replace").strip().splitlines() or ["no output"])[-1]
-        raise ImageBuildError(f"{what}: {last}")
+        last = (done.stderr.decode(errors="replace").strip().splitlines() or [""])[-1]
+        raise ImageBuildError(f"{what}: {last}" if last else what)
     return done.stdout
 
 
@@ -46,10 +47,20 @@ def repository(task: Task) -> Path:
     return cached
 
 
-def base_tree_tar(task: Task) -> bytes:
-    """The tree at the task's base commit, as a tar archive."""
+def repository_tar(task: Task, out: IO[bytes], arcname: str) -> None:
+    """Write the task's repository (a bare git directory) as a tar archive whose root is `arcname`."""
     if not task.base_commit:
         raise ImageBuildError(f"task {task.id}: no base commit to build from")
     repo = repository(task)
-    return _git(["--git-dir", str(repo), "archive", "--format=tar", task.base_commit],
-                f"task {task.id}: base commit {task.base_commit[:12]} is not in {repo}")
+    for name, sha in (("base", task.base_commit), ("expert", task.opt_commit)):
+        if sha:
+            _git(["--git-dir", str(repo), "cat-file", "-e", f"{sha}^{{commit}}"],
+                 f"task {task.id}: the {name} commit {sha[:12]} is not in {repo}")
+
+    def as_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.uid = info.gid = 0
+        info.uname = info.gname = "root"
+        return info
+
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        tar.add(str(repo), arcname=arcname.lstrip("/"), filter=as_root)

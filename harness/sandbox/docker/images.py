@@ -3,13 +3,15 @@
 Two layers:
 - the base image: Debian with python3/numpy/gcc/git/tmux. It comes from a registry tag when one can
   be pulled, otherwise from debootstrap + `docker import` (no registry on air-gapped machines);
-- one image per task: base + /testbed, a git repository whose ONLY commit is the task's base tree,
-  built with the task's setup_commands and install_commands. Nothing of the expert change or the
-  hidden tests goes in.
+- one image per task: base + /testbed, built with the task's setup_commands and install_commands.
+  A folder task's /testbed is a git repository whose ONLY commit is its base tree; nothing of the
+  expert change or the hidden tests goes in. A task from a repository's history (a GSO row) gets that
+  history, as GSO's images do, checked out at the base commit: such an image is for grading only, and
+  the agent gets a derived layer without the later history (agent_image.py).
 
 Every tag carries a hash of all its inputs, so an unchanged image is reused and a changed one is
 rebuilt. Builds run as exec steps in a container that is then committed, so a failing step can be
-named precisely (task, command, output tail).
+named precisely (task, command, output tail). `task_images.py` decides which images a task uses.
 """
 from __future__ import annotations
 
@@ -30,11 +32,12 @@ import docker.errors
 from docker.models.containers import Container
 
 from harness.sandbox.docker.containers import LABEL
-from harness.sandbox.docker.history import base_tree_tar
+from harness.sandbox.docker.history import repository_tar
 from harness.sandbox.interface import DEFAULT_BASE_IMAGE, ImageBuildError
 from harness.tasks.task import Task
 
 RECIPE_VERSION = "1"  # bump when the build steps below change meaning
+HISTORY_RECIPE = "2"  # 2: the repository's history checked out at the base commit (1: the base tree alone)
 BASE_PACKAGES = (
     "python3", "python3-dev", "python3-numpy", "build-essential", "git", "patch", "tmux", "procps",
     "ca-certificates",
@@ -189,8 +192,9 @@ def _repo_files(task: Task) -> list[Path]:
 def task_image_tag(task: Task, base_tag: str) -> str:
     chunks = [RECIPE_VERSION.encode(), base_tag.encode(),
               json.dumps([task.setup_commands, task.install_commands]).encode()]
-    if task.base_commit:  # a tree from a repository's history: its commit names it
-        chunks += [task.repo.encode(), task.base_commit.encode(), str(task.install_block).encode()]
+    if task.base_commit:  # a tree from a repository's history: its commits name it
+        chunks += [HISTORY_RECIPE.encode(), task.repo.encode(), task.base_commit.encode(),
+                   str(task.opt_commit).encode(), str(task.install_block).encode()]
     else:
         for path in _repo_files(task):
             chunks += [str(path.relative_to(task.repo_dir)).encode(), path.read_bytes(),
@@ -215,20 +219,24 @@ def ensure_task_image(client: docker.DockerClient, task: Task, base_tag: str, pr
     if image_exists(client, tag):
         return tag
     progress(f"[{task.id}] building {tag}")
-    tree = base_tree_tar(task) if task.base_commit else _repo_tar(task)
     container = _scratch_container(client, base_tag, network=True)
     try:
-        container.put_archive("/testbed", tree)
-        # One fresh commit of the tree: no history, so no later commit is reachable from the image.
-        sha = _run_step(container, "git init -q && git add -A && git commit -q -m 'base commit' && "
-                        "git rev-parse HEAD", f"task {task.id}: git init", env=GIT_ENV, workdir="/testbed")
+        if task.base_commit:
+            sha = _checkout_history(container, task)
+        else:
+            container.put_archive("/testbed", _repo_tar(task))
+            # One fresh commit of the tree: no history, so no later commit is reachable from the image.
+            sha = _run_step(container, "git init -q && git add -A && git commit -q -m 'base commit' && "
+                            "git rev-parse HEAD", f"task {task.id}: git init", env=GIT_ENV, workdir="/testbed")
         for kind, commands in (("setup", task.setup_commands), ("install", task.install_steps)):
             for cmd in commands:
                 progress(f"[{task.id}] {kind}: {cmd.splitlines()[0]}{' ...' if chr(10) in cmd else ''}")
                 _run_step(container, cmd, f"task {task.id}: {kind} command", workdir="/testbed")
         env = {}
-        if _run_step(container, "test -x /testbed/.venv/bin/python && echo venv || true", "venv check").strip():
+        if not task.base_commit and "optrunner-venv" in _run_step(
+                container, f"test -x {VENV}/bin/python && echo optrunner-venv || true", "venv check"):
             # The task's virtualenv is every shell's python: login shells (/etc/profile resets PATH) too.
+            # (Images with history are for grading; their agent layer activates the venv.)
             env = {"VIRTUAL_ENV": VENV, "PATH": f"{VENV}/bin:{DEFAULT_PATH}"}
             _run_step(container, f"printf 'export VIRTUAL_ENV={VENV}\\nexport PATH={VENV}/bin:$PATH\\n' "
                       "> /etc/profile.d/zz-task-venv.sh", f"task {task.id}: venv activation")
@@ -240,16 +248,20 @@ def ensure_task_image(client: docker.DockerClient, task: Task, base_tag: str, pr
     return tag
 
 
+def _checkout_history(container: Container, task: Task) -> str:
+    """/testbed as a clone of the task's repository, HEAD detached at the base commit (GSO's layout)."""
+    with tempfile.TemporaryFile() as archive:
+        repository_tar(task, archive, "/.optrunner-mirror.git")
+        archive.seek(0)
+        container.put_archive("/", archive)
+    return _run_step(container, "git clone -q --no-checkout /.optrunner-mirror.git /testbed && cd /testbed && "
+                     f"git checkout -q --detach {task.base_commit} && git remote remove origin && "
+                     "rm -rf /.optrunner-mirror.git && git rev-parse HEAD", f"task {task.id}: clone", env=GIT_ENV)
+
+
 def base_commit_of(client: docker.DockerClient, tag: str) -> str:
     labels = client.images.get(tag).labels or {}
     if BASE_COMMIT_LABEL not in labels:
         raise ImageBuildError(f"image {tag} has no {BASE_COMMIT_LABEL} label: "
                               "rebuild it with 'python -m harness build'")
     return labels[BASE_COMMIT_LABEL]
-
-
-def ensure_images(client: docker.DockerClient, tasks: list[Task], spec: BaseImageSpec | None = None,
-                  progress: Progress = print) -> dict[str, str]:
-    """Build (or reuse) the base image and every task's image; returns task id -> image tag."""
-    base = ensure_base_image(client, spec or BaseImageSpec(), progress)
-    return {task.id: ensure_task_image(client, task, base, progress) for task in tasks}

@@ -6,9 +6,10 @@ from typing import TYPE_CHECKING
 
 from harness.sandbox.docker.containers import docker_client, remove_containers
 from harness.sandbox.docker.engine import ensure_engine
-from harness.sandbox.docker.images import BaseImageSpec, ensure_images
+from harness.sandbox.docker.images import BaseImageSpec
 from harness.sandbox.docker.sandbox import DockerSandbox, engine_errors
-from harness.sandbox.interface import SandboxLimits
+from harness.sandbox.docker.task_images import ensure_images
+from harness.sandbox.interface import SandboxLimits, TaskImages
 from harness.sandbox.providers import CleanupScope, Progress
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ class DockerProvider:
         ensure_engine()
 
     def ensure_images(self, tasks: Sequence["Task"], base_image: str = BaseImageSpec.base,
-                      progress: Progress = print) -> dict[str, str]:
+                      progress: Progress = print) -> dict[str, TaskImages]:
         with engine_errors():
             return ensure_images(docker_client(), list(tasks), BaseImageSpec(base=base_image), progress)
 

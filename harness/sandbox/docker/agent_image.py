@@ -1,0 +1,82 @@
+"""The agent's image, derived from a grading image that holds more than an agent may see.
+
+GSO's images (and ours built from a row's repository) keep the whole history in /testbed/.git, the
+expert's commit among it, and GSO's ship `/eval.sh`, which names that commit. The agent's image is one
+thin layer on top that:
+- replaces /testbed/.git by a repository holding only what HEAD (the base commit) reaches: no later
+  commit, ref, reflog or pack survives (the layer below is invisible from inside a container);
+- removes the task's `agent_hides` paths;
+- makes the task's virtualenv every shell's python (GSO activates it only from /root/.bashrc, which
+  non-interactive shells skip, with a relative path that fails outside /testbed).
+The build checks its own work: if `git cat-file -e <opt_commit>` still succeeds, it fails.
+"""
+from __future__ import annotations
+
+import shlex
+
+import docker
+
+from harness.sandbox.docker.containers import LABEL
+from harness.sandbox.docker.images import (BASE_COMMIT_LABEL, DEFAULT_PATH, RECIPE_VERSION, VENV, Progress,
+                                           _commit, _digest, _run_step, _scratch_container, image_exists)
+from harness.sandbox.interface import ImageBuildError
+from harness.tasks.task import Task
+
+# Only HEAD's history moves to a fresh repository; the old .git (every other object) is removed.
+CUT_HISTORY = """set -e
+cd /testbed
+git rev-parse --verify -q HEAD >/dev/null
+rm -rf /tmp/.agent.git
+git init -q --bare /tmp/.agent.git
+git push -q /tmp/.agent.git HEAD:refs/heads/main
+[ -f .git/info/exclude ] && cp .git/info/exclude /tmp/.agent.git/info/exclude
+rm -rf .git
+mv /tmp/.agent.git .git
+git config --bool core.bare false
+git symbolic-ref HEAD refs/heads/main
+git reset -q
+rm -f .git/ORIG_HEAD
+git reflog expire --expire=now --all
+git rev-parse HEAD
+"""
+
+
+def agent_image_tag(task: Task, grading_image_id: str) -> str:
+    digest = _digest(RECIPE_VERSION.encode(), grading_image_id.encode(), "\n".join(task.agent_hides).encode(),
+                     CUT_HISTORY.encode())
+    return f"optrunner/agent-{task.id.lower()}:{digest}"
+
+
+def ensure_agent_image(client: docker.DockerClient, task: Task, grading: str, progress: Progress = print) -> str:
+    """The agent-safe layer on top of `grading` (reused while `grading` is the same image)."""
+    image = client.images.get(grading)
+    tag = agent_image_tag(task, image.id)
+    if image_exists(client, tag):
+        return tag
+    progress(f"[{task.id}] agent image: history after the base commit and {len(task.agent_hides)} "
+             "hidden path(s) removed")
+    container = _scratch_container(client, grading, network=False)
+    try:
+        what = f"task {task.id}: agent image"
+        if task.agent_hides:
+            _run_step(container, f"rm -rf {' '.join(shlex.quote(p) for p in task.agent_hides)}", what)
+        head = _run_step(container, CUT_HISTORY, what).strip().splitlines()[-1]
+        # (login shells may print errors of the image's profile scripts: look for a token, not for output)
+        if task.opt_commit and "optrunner-reachable" in _run_step(
+                container, f"cd /testbed && git cat-file -e {task.opt_commit} 2>/dev/null && echo optrunner-reachable "
+                "|| true", what):
+            raise ImageBuildError(f"{what}: the expert's commit {task.opt_commit[:12]} is still reachable")
+        image_env = dict(item.partition("=")[::2] for item in image.attrs["Config"].get("Env") or [])
+        env = {}
+        if "optrunner-venv" in _run_step(container, f"test -x {VENV}/bin/python && echo optrunner-venv || true", what):
+            path = image_env.get("PATH", DEFAULT_PATH)
+            env = {"VIRTUAL_ENV": VENV, "PATH": f"{VENV}/bin:{path}"}
+            _run_step(container, f"mkdir -p /etc/profile.d && printf 'export VIRTUAL_ENV={VENV}\\n"
+                      f"export PATH={VENV}/bin:$PATH\\n' > /etc/profile.d/zz-task-venv.sh", what)
+            # GSO's relative `source .venv/bin/activate` in .bashrc fails outside /testbed: the above replaces it
+            _run_step(container, "if [ -f /root/.bashrc ]; then sed -i 's|^source .venv/bin/activate|# &|' "
+                      "/root/.bashrc; fi", what)
+        _commit(container, tag, env, {LABEL: "agent", "optrunner.task": task.id, BASE_COMMIT_LABEL: head})
+    finally:
+        container.remove(force=True)
+    return tag

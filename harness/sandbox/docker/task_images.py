@@ -1,0 +1,50 @@
+"""Which images a task runs in: its grading image (prebuilt, or built here) and its agent image.
+
+- A task naming a prebuilt image (GSO's) uses it when it is present or can be pulled (policy `auto` or
+  `prebuilt`); otherwise (`auto` or `build`) an equivalent image is built from the task.
+- When the grading image may hold what the agent must not see (an expert commit in its history, an eval
+  script), the agent's image is a derived layer without it (agent_image.py); otherwise both are one.
+"""
+from __future__ import annotations
+
+import docker
+
+from harness.sandbox.docker.agent_image import ensure_agent_image
+from harness.sandbox.docker.images import BaseImageSpec, Progress, ensure_base_image, ensure_task_image
+from harness.sandbox.docker.prebuilt import NotAvailable, find_or_pull
+from harness.sandbox.interface import ImageBuildError, TaskImages
+from harness.tasks.task import Task
+
+
+def ensure_images(client: docker.DockerClient, tasks: list[Task], spec: BaseImageSpec | None = None,
+                  progress: Progress = print) -> dict[str, TaskImages]:
+    """Find, pull or build every task's images; task id -> TaskImages. Raises ImageBuildError."""
+    spec = spec or BaseImageSpec()
+    base: str | None = None
+    images: dict[str, TaskImages] = {}
+    for task in tasks:
+        grading, unavailable = None, ""
+        if task.prebuilt_image and task.image_policy != "build":
+            try:
+                grading = find_or_pull(client, task, progress)
+            except NotAvailable as why:
+                if task.image_policy == "prebuilt":
+                    raise ImageBuildError(f"task {task.id}: {why} (tasks.image=prebuilt; use tasks.image=auto "
+                                          "to build it from the task instead)") from None
+                unavailable = str(why)
+                progress(f"[{task.id}] {why}; building an equivalent image from the task")
+        if grading is None:
+            base = base or ensure_base_image(client, spec, progress)
+            try:
+                grading = ensure_task_image(client, task, base, progress)
+            except ImageBuildError as err:
+                if not unavailable:
+                    raise
+                first, _, rest = str(err).partition("\n")
+                raise ImageBuildError(f"task {task.id}: image {task.prebuilt_image} is neither present nor "
+                                      f"buildable: {unavailable}; building it failed: {first}"
+                                      + (f"\n{rest}" if rest else "")) from None
+        hides_something = bool(task.opt_commit or task.agent_hides)
+        agent = ensure_agent_image(client, task, grading, progress) if hides_something else grading
+        images[task.id] = TaskImages(agent=agent, grading=grading)
+    return images
