@@ -6,6 +6,7 @@
     grading/<task>/<i>.json           its grading report (reused while patch and grading config match)
     results.jsonl                     one record per finished (and, unless grade=none, graded) rollout
     predictions/rollout_<i>.jsonl     GSO predictions, one file per rollout index
+    gso/logs/run_evaluation/...       the gradings in GSO's log layout (its report.json files, run reports)
     report.json, report.md            the summary
     truncated/steps_<S>/              gradings of the rollouts cut to S steps (runner.aggregate)
 

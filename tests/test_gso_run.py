@@ -3,6 +3,8 @@ extension), images built from the rows, the runner and the grader on them."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,3 +72,19 @@ def test_a_repository_missing_from_the_mirror_is_one_line(gso: tuple[Path, Path,
     assert done.returncode == 2 and "Traceback" not in done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "no repository at" in lines[0] and "Acme__absent.git" in lines[0], done.stderr
+
+
+def test_harness_grade_takes_an_official_predictions_file(gso: tuple[Path, Path, list[dict]], tmp_path: Path) -> None:
+    rows, mirror, raw = gso
+    predictions = tmp_path / "output.gso.jsonl"  # GSO's predictions: the expert's diff as the model's patch
+    predictions.write_text("".join(json.dumps({"instance_id": r["instance_id"], "model_patch": r["gt_diff"],
+                                               "model_name_or_path": "org/oracle"}) + "\n" for r in raw))
+    out = tmp_path / "graded"
+    done = subprocess.run([sys.executable, "-m", "harness", "grade", "--source", "gso", "--tasks", str(rows),
+                           "--repo-mirror", str(mirror), "--predictions", str(predictions), "--rounds", "2",
+                           "--out", str(out)], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads((out / "summary.json").read_text())["opt_at_k"]["1"] == 1.0
+    gso_report = out / "logs/run_evaluation/rollout_0/org__oracle/org__oracle.rollout_0.report.json"
+    sets = json.loads(gso_report.read_text())["instance_sets"]
+    assert sets["opt_commit_ids"] == sorted(r["instance_id"] for r in raw)

@@ -18,7 +18,7 @@ import docker
 
 from harness.sandbox.docker.containers import LABEL
 from harness.sandbox.docker.images import (BASE_COMMIT_LABEL, DEFAULT_PATH, RECIPE_VERSION, VENV, Progress,
-                                           _commit, _digest, _run_step, _scratch_container, image_exists)
+                                           commit_image, content_hash, image_exists, run_step, scratch_container)
 from harness.sandbox.interface import ImageBuildError
 from harness.tasks.task import Task
 
@@ -42,7 +42,7 @@ git rev-parse HEAD
 
 
 def agent_image_tag(task: Task, grading_image_id: str) -> str:
-    digest = _digest(RECIPE_VERSION.encode(), grading_image_id.encode(), "\n".join(task.agent_hides).encode(),
+    digest = content_hash(RECIPE_VERSION.encode(), grading_image_id.encode(), "\n".join(task.agent_hides).encode(),
                      CUT_HISTORY.encode())
     return f"optrunner/agent-{task.id.lower()}:{digest}"
 
@@ -55,28 +55,28 @@ def ensure_agent_image(client: docker.DockerClient, task: Task, grading: str, pr
         return tag
     progress(f"[{task.id}] agent image: history after the base commit and {len(task.agent_hides)} "
              "hidden path(s) removed")
-    container = _scratch_container(client, grading, network=False)
+    container = scratch_container(client, grading, network=False)
     try:
         what = f"task {task.id}: agent image"
         if task.agent_hides:
-            _run_step(container, f"rm -rf {' '.join(shlex.quote(p) for p in task.agent_hides)}", what)
-        head = _run_step(container, CUT_HISTORY, what).strip().splitlines()[-1]
+            run_step(container, f"rm -rf {' '.join(shlex.quote(p) for p in task.agent_hides)}", what)
+        head = run_step(container, CUT_HISTORY, what).strip().splitlines()[-1]
         # (login shells may print errors of the image's profile scripts: look for a token, not for output)
-        if task.opt_commit and "optrunner-reachable" in _run_step(
+        if task.opt_commit and "optrunner-reachable" in run_step(
                 container, f"cd /testbed && git cat-file -e {task.opt_commit} 2>/dev/null && echo optrunner-reachable "
                 "|| true", what):
             raise ImageBuildError(f"{what}: the expert's commit {task.opt_commit[:12]} is still reachable")
         image_env = dict(item.partition("=")[::2] for item in image.attrs["Config"].get("Env") or [])
         env = {}
-        if "optrunner-venv" in _run_step(container, f"test -x {VENV}/bin/python && echo optrunner-venv || true", what):
+        if "optrunner-venv" in run_step(container, f"test -x {VENV}/bin/python && echo optrunner-venv || true", what):
             path = image_env.get("PATH", DEFAULT_PATH)
             env = {"VIRTUAL_ENV": VENV, "PATH": f"{VENV}/bin:{path}"}
-            _run_step(container, f"mkdir -p /etc/profile.d && printf 'export VIRTUAL_ENV={VENV}\\n"
+            run_step(container, f"mkdir -p /etc/profile.d && printf 'export VIRTUAL_ENV={VENV}\\n"
                       f"export PATH={VENV}/bin:$PATH\\n' > /etc/profile.d/zz-task-venv.sh", what)
             # GSO's relative `source .venv/bin/activate` in .bashrc fails outside /testbed: the above replaces it
-            _run_step(container, "if [ -f /root/.bashrc ]; then sed -i 's|^source .venv/bin/activate|# &|' "
+            run_step(container, "if [ -f /root/.bashrc ]; then sed -i 's|^source .venv/bin/activate|# &|' "
                       "/root/.bashrc; fi", what)
-        _commit(container, tag, env, {LABEL: "agent", "optrunner.task": task.id, BASE_COMMIT_LABEL: head})
+        commit_image(container, tag, env, {LABEL: "agent", "optrunner.task": task.id, BASE_COMMIT_LABEL: head})
     finally:
         container.remove(force=True)
     return tag

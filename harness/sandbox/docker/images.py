@@ -65,13 +65,13 @@ class BaseImageSpec:
     env: dict[str, str] = field(default_factory=lambda: dict(IMAGE_ENV))
 
     def tag(self) -> str:
-        digest = _digest(json.dumps(
+        digest = content_hash(json.dumps(
             {"v": RECIPE_VERSION, "base": self.base, "packages": sorted(self.packages), "env": self.env,
              "suite": DEBIAN_SUITE}, sort_keys=True).encode())
         return f"optrunner/base:{digest}"
 
 
-def _digest(*chunks: bytes) -> str:
+def content_hash(*chunks: bytes) -> str:
     h = hashlib.sha256()
     for chunk in chunks:
         h.update(len(chunk).to_bytes(8, "little"))
@@ -91,7 +91,7 @@ def image_exists(client: docker.DockerClient, tag: str) -> bool:
         return False
 
 
-def _run_step(container: Container, cmd: str, what: str, env: dict[str, str] | None = None,
+def run_step(container: Container, cmd: str, what: str, env: dict[str, str] | None = None,
               workdir: str = "/") -> str:
     code, out = container.exec_run(["bash", "-lc", cmd], environment=env, workdir=workdir)
     text = out.decode("utf-8", errors="replace") if out else ""
@@ -100,14 +100,14 @@ def _run_step(container: Container, cmd: str, what: str, env: dict[str, str] | N
     return text
 
 
-def _commit(container: Container, tag: str, env: dict[str, str], labels: dict[str, str]) -> None:
+def commit_image(container: Container, tag: str, env: dict[str, str], labels: dict[str, str]) -> None:
     repo, _, version = tag.partition(":")
     changes = [f"ENV {k}={v}" for k, v in env.items()] + ["WORKDIR /testbed", 'CMD ["sleep", "infinity"]']
     changes += [f'LABEL {k}="{v}"' for k, v in labels.items()]
     container.commit(repository=repo, tag=version, changes=changes)
 
 
-def _scratch_container(client: docker.DockerClient, image: str, network: bool) -> Container:
+def scratch_container(client: docker.DockerClient, image: str, network: bool) -> Container:
     return client.containers.run(
         image, ["sleep", "infinity"], detach=True, labels={LABEL: "build"},
         network_mode=None if network else "none",
@@ -121,11 +121,11 @@ def ensure_base_image(client: docker.DockerClient, spec: BaseImageSpec, progress
     if image_exists(client, tag):
         return tag
     root = _root_from_registry(client, spec, progress) or _root_from_debootstrap(client, spec, progress)
-    container = _scratch_container(client, root, network=False)
+    container = scratch_container(client, root, network=False)
     try:
-        _run_step(container, "git config --system init.defaultBranch main && mkdir -p /testbed /workspace",
+        run_step(container, "git config --system init.defaultBranch main && mkdir -p /testbed /workspace",
                   "base image")
-        _commit(container, tag, spec.env, {LABEL: "base"})
+        commit_image(container, tag, spec.env, {LABEL: "base"})
     finally:
         container.remove(force=True)
     progress(f"base image ready: {tag}")
@@ -141,13 +141,13 @@ def _root_from_registry(client: docker.DockerClient, spec: BaseImageSpec, progre
         progress(f"base image: pull failed ({reason}); falling back to debootstrap")
         return None
     root_tag = f"optrunner/root:{spec.tag().split(':')[1]}"
-    container = _scratch_container(client, spec.base, network=True)
+    container = scratch_container(client, spec.base, network=True)
     try:
         progress(f"base image: apt-get install {' '.join(spec.packages)}")
-        _run_step(container, "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "
+        run_step(container, "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "
                   f"--no-install-recommends {' '.join(spec.packages)} && rm -rf /var/lib/apt/lists/*",
                   "base image")
-        _commit(container, root_tag, {}, {LABEL: "root"})
+        commit_image(container, root_tag, {}, {LABEL: "root"})
     finally:
         container.remove(force=True)
     return root_tag
@@ -199,7 +199,7 @@ def task_image_tag(task: Task, base_tag: str) -> str:
         for path in _repo_files(task):
             chunks += [str(path.relative_to(task.repo_dir)).encode(), path.read_bytes(),
                        str(os.access(path, os.X_OK)).encode()]
-    return f"optrunner/task-{task.id.lower()}:{_digest(*chunks)}"
+    return f"optrunner/task-{task.id.lower()}:{content_hash(*chunks)}"
 
 
 def _repo_tar(task: Task) -> bytes:
@@ -219,28 +219,28 @@ def ensure_task_image(client: docker.DockerClient, task: Task, base_tag: str, pr
     if image_exists(client, tag):
         return tag
     progress(f"[{task.id}] building {tag}")
-    container = _scratch_container(client, base_tag, network=True)
+    container = scratch_container(client, base_tag, network=True)
     try:
         if task.base_commit:
             sha = _checkout_history(container, task)
         else:
             container.put_archive("/testbed", _repo_tar(task))
             # One fresh commit of the tree: no history, so no later commit is reachable from the image.
-            sha = _run_step(container, "git init -q && git add -A && git commit -q -m 'base commit' && "
+            sha = run_step(container, "git init -q && git add -A && git commit -q -m 'base commit' && "
                             "git rev-parse HEAD", f"task {task.id}: git init", env=GIT_ENV, workdir="/testbed")
         for kind, commands in (("setup", task.setup_commands), ("install", task.install_steps)):
             for cmd in commands:
                 progress(f"[{task.id}] {kind}: {cmd.splitlines()[0]}{' ...' if chr(10) in cmd else ''}")
-                _run_step(container, cmd, f"task {task.id}: {kind} command", workdir="/testbed")
+                run_step(container, cmd, f"task {task.id}: {kind} command", workdir="/testbed")
         env = {}
-        if not task.base_commit and "optrunner-venv" in _run_step(
+        if not task.base_commit and "optrunner-venv" in run_step(
                 container, f"test -x {VENV}/bin/python && echo optrunner-venv || true", "venv check"):
             # The task's virtualenv is every shell's python: login shells (/etc/profile resets PATH) too.
             # (Images with history are for grading; their agent layer activates the venv.)
             env = {"VIRTUAL_ENV": VENV, "PATH": f"{VENV}/bin:{DEFAULT_PATH}"}
-            _run_step(container, f"printf 'export VIRTUAL_ENV={VENV}\\nexport PATH={VENV}/bin:$PATH\\n' "
+            run_step(container, f"printf 'export VIRTUAL_ENV={VENV}\\nexport PATH={VENV}/bin:$PATH\\n' "
                       "> /etc/profile.d/zz-task-venv.sh", f"task {task.id}: venv activation")
-        _commit(container, tag, env, {LABEL: "task", "optrunner.task": task.id,
+        commit_image(container, tag, env, {LABEL: "task", "optrunner.task": task.id,
                                       BASE_COMMIT_LABEL: sha.strip().splitlines()[-1]})
     finally:
         container.remove(force=True)
@@ -254,7 +254,7 @@ def _checkout_history(container: Container, task: Task) -> str:
         repository_tar(task, archive, "/.optrunner-mirror.git")
         archive.seek(0)
         container.put_archive("/", archive)
-    return _run_step(container, "git clone -q --no-checkout /.optrunner-mirror.git /testbed && cd /testbed && "
+    return run_step(container, "git clone -q --no-checkout /.optrunner-mirror.git /testbed && cd /testbed && "
                      f"git checkout -q --detach {task.base_commit} && git remote remove origin && "
                      "rm -rf /.optrunner-mirror.git && git rev-parse HEAD", f"task {task.id}: clone", env=GIT_ENV)
 
