@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from harness.grader.predictions import PredictionsError
@@ -72,7 +73,7 @@ def _sandboxes() -> SandboxProvider:
 
 
 def _build_log(msg: str) -> None:
-    console.print(f"[dim]build[/] {msg}")
+    console.print(f"[dim]build[/] {escape(msg)}")
 
 
 def cmd_build(args: argparse.Namespace) -> int:

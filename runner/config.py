@@ -52,6 +52,7 @@ class ScaffoldConf:
 class BudgetConf(Limits):
     id: str = "smoke"
     run_cost_usd: float | None = None  # a cap for the whole run
+    task_timeouts: bool = True  # a task's own agent timeout (Harbor's [agent].timeout_sec) replaces wall_clock_s
 
     def problems(self) -> list[str]:
         out = super().problems()
@@ -75,6 +76,8 @@ class TasksConf:
     runs_per_test: int | None = None  # gso: a cap on timing rounds; null: GSO's rule (1 for its slowest repos)
     cpus: float | None = None  # gso: CPUs per container (capped at the machine's); null: GSO's rule per repository
     memory: str | None = None  # gso: memory per container; null: GSO's rule per repository
+    path: str = ""  # harbor: a folder of Harbor task directories, or one (the selector)
+    base_map: dict[str, str] = field(default_factory=dict)  # harbor: Dockerfile FROM image -> local image
 
 
 @dataclass

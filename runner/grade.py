@@ -37,7 +37,7 @@ def regrade(run_dir: Path, force: bool = False, rounds: int | None = None, mode:
     sandboxes = provider("docker")
     sandboxes.ensure_ready()
     images = sandboxes.ensure_images([tasks[r.instance_id] for r in finished], conf.sandbox.base_image,
-                                     progress=print)
+                                     progress=print, base_map=dict(conf.tasks.base_map))
     grader = Grader(store, conf.grading, images, sandboxes, force=force)
     records = []
     for record in finished:

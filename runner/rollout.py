@@ -9,6 +9,7 @@ sandbox up to `infra_retries` times and reported apart from agent failures.
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from dataclasses import dataclass, field
@@ -70,8 +71,10 @@ def script_for(conf: RunConf, task: Task, index: int, store_of_replayed: RunStor
             raise ConfigError(f"replay: no trajectory for {task.id} rollout {index} in {mc.run_dir}")
         return Script(trajectory=trajectory["messages"])
     patch = (task.path / mc.patch).read_text() if mc.patch and task.path else task.expert_patch
+    solution = () if mc.patch else tuple((name, data.decode("utf-8", errors="replace"))
+                                         for name, data, _mode in task.solution_files)
     return Script(patch=patch, install_commands=task.install_commands, spec_script=task.prob_script,
-                  steps=list(mc.steps or []))
+                  steps=list(mc.steps or []), solution=solution, workdir=task.workdir or ".")
 
 
 def build_model(conf: RunConf, task: Task, index: int) -> Model:
@@ -118,6 +121,8 @@ class RolloutRunner:
         live.model = model
         scaffold = make_scaffold(self.conf.scaffold.name, self.conf.scaffold.options)
         limits = self.conf.budget
+        if task.agent_timeout and limits.task_timeouts:  # the task's own limit (Harbor's [agent].timeout_sec)
+            limits = dataclasses.replace(limits, wall_clock_s=task.agent_timeout)
         sandbox = self.sandboxes.start(image, self.conf.sandbox.limits().for_task(task.cpus, task.memory),
                                        labels={RUN_LABEL: self.run_id, "optrunner.task": task.id,
                                                "optrunner.rollout": str(live.index)})

@@ -61,7 +61,8 @@ class Runner:
         resuming = self.store.bind_config(self.plain)
         removed = self.sandboxes.cleanup("orphans")  # containers of earlier runs that were killed
         images = self.sandboxes.ensure_images(tasks, self.conf.sandbox.base_image,
-                                              progress=lambda m: print(m, flush=True))
+                                              progress=lambda m: print(m, flush=True),
+                                              base_map=dict(self.conf.tasks.base_map))
         importer.join()
         planned = plan(tasks, self.conf.rollouts)
         stored = [(p, self.store.rollout(p.task.id, p.index)) for p in planned]  # read each result file once

@@ -36,6 +36,9 @@ def grade(task: Task, patch: str | None, image: str, config: GradeConfig | None 
     """Grade one patch; always returns a report (failures are statuses, not exceptions)."""
     config = config or GradeConfig()
     sandboxes = sandboxes or provider("docker")
+    if task.reward_check is not None:  # a verifier that writes a reward (Harbor), not timed tests
+        from harness.grader.reward import grade_reward
+        return grade_reward(task, patch, image, config, sandboxes, instance_id, log)
     started = time.monotonic()
     report: dict[str, Any] = {
         "instance_id": instance_id or task.id, "patch_is_None": patch is None,

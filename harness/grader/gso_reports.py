@@ -120,6 +120,8 @@ def write_gso_layout(root: Path, run_id: str, predictions: Mapping[str, Mapping[
     folder = root / "logs" / "run_evaluation" / run_id / model
     bodies = {}
     for iid, report in reports.items():
+        if report.get("verifier") == "reward":  # a reward task (Harbor): GSO's shapes do not apply
+            continue
         shaped = instance_report(report)
         write_json(folder / iid / "report.json", shaped, indent=4)
         bodies[iid] = shaped[iid]

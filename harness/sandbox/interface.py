@@ -95,6 +95,8 @@ class Stream(Protocol):
 
 class Sandbox(Protocol):
     limits: SandboxLimits
+    workdir: str  # where the task's code is and the agent works (/testbed; a Harbor task's WORKDIR)
+    pins: dict[str, str]  # files (workdir-relative) the agent may not change, with their sha256 in the image
 
     def exec(self, cmd: str, timeout: float = 60, cwd: str | None = None,
              env: dict[str, str] | None = None) -> ExecResult: ...

@@ -8,7 +8,7 @@ imported on first use, so naming one costs nothing.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -29,9 +29,10 @@ class SandboxProvider(Protocol):
         """Raise SandboxUnavailable (one line) when sandboxes cannot be started here."""
         ...
 
-    def ensure_images(self, tasks: Sequence["Task"], base_image: str,
-                      progress: Progress = print) -> dict[str, TaskImages]:
-        """Find, pull or build every task's images (the agent's and the grader's). Raises ImageBuildError."""
+    def ensure_images(self, tasks: Sequence["Task"], base_image: str, progress: Progress = print,
+                      base_map: Mapping[str, str] | None = None) -> dict[str, TaskImages]:
+        """Find, pull or build every task's images (the agent's and the grader's); `base_map` names local
+        images for Dockerfile bases that cannot be pulled. Raises ImageBuildError."""
         ...
 
     def start(self, image: str, limits: SandboxLimits | None = None,

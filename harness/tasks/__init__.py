@@ -1,7 +1,8 @@
 """Task sources, registered by name: each turns a selector into `Task`s of one shape (`task.py`).
 
 `suite` (folder.py) reads the folder format: the bundled suite (`suite`, `smoke`, task ids) or a path to
-a folder of task folders. `gso` (gso.py) reads GSO's rows. Sources are imported on first use.
+a folder of task folders. `gso` (gso.py) reads GSO's rows, `harbor` (harbor.py) Harbor task directories
+(AutoLab, Terminal-Bench). Sources are imported on first use.
 """
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import Any, Protocol
 
 from harness.tasks.task import Task, TaskError
 
-SOURCES = {"suite": "harness.tasks.folder:FolderSource", "gso": "harness.tasks.gso:GsoSource"}
+SOURCES = {"suite": "harness.tasks.folder:FolderSource", "gso": "harness.tasks.gso:GsoSource",
+           "harbor": "harness.tasks.harbor:HarborSource"}
 
 
 class TaskSource(Protocol):

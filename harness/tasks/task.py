@@ -17,6 +17,16 @@ class TaskError(ValueError):
 
 
 @dataclass(frozen=True)
+class RewardCheck:
+    """A verifier that writes a reward (Harbor's tests/test.sh), instead of timed hidden tests."""
+    tests: tuple[tuple[str, bytes, int], ...]  # the tests/ folder: (relative path, bytes, mode), copied to /tests
+    timeout: float  # seconds the verifier may run
+    env: tuple[tuple[str, str], ...] = ()  # its environment
+    pinned: tuple[str, ...] = ()  # globs (relative to the working directory) of files the agent may not change
+    optimization: tuple[tuple[str, Any], ...] = ()  # AutoLab's [optimization]: metric, direction, anchors
+
+
+@dataclass(frozen=True)
 class Task:
     """A task as every layer sees it, whatever its source: what the agent may see (prompt variables,
     the base tree's recipe) and what only the grader may see (hidden tests, the expert's change)."""
@@ -56,6 +66,13 @@ class Task:
     cpus: float | None = None  # what the task needs at least (agent and grading containers)
     memory: str | None = None
     build_timeout: float = 3600.0
+    # Tasks that come as a whole instruction, an environment and a verifier script (Harbor directories)
+    instruction: str = ""  # the whole prompt; the scaffold only frames it
+    workdir: str = "/testbed"  # where the agent works ("" : the image's own WORKDIR)
+    reward_check: RewardCheck | None = None  # the verifier, when it writes a reward instead of timing tests
+    environment: Path | None = None  # a Dockerfile's build context, to build the image from
+    solution_files: tuple[tuple[str, bytes, int], ...] = ()  # a reference solution (solve.sh and its files)
+    agent_timeout: float | None = None  # the task's own wall-clock limit for the agent
 
     @property
     def install_steps(self) -> tuple[str, ...]:
@@ -77,4 +94,4 @@ class Task:
                 "install_commands": list(self.install_commands if self.shown_install_commands is None
                                          else self.shown_install_commands),
                 "description": self.description or "",
-                "languages": list(self.languages)}
+                "languages": list(self.languages), "instruction": self.instruction}

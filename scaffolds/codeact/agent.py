@@ -96,16 +96,16 @@ class CodeActScaffold:
         rec = Recorder(self.name, sandbox, model, limits, stop)
         native = self.config.native_tools if self.config.native_tools is not None else model.native_tools
         episode = _Run(self.config, rec, sandbox, native)
-        episode.messages = self.first_messages(task, native)
+        episode.messages = self.first_messages(task, native, sandbox.workdir)
         return rec.run(episode.loop, lambda: episode.messages, episode.shell.close)
 
-    def first_messages(self, task: Task, native: bool) -> list[dict[str, Any]]:
-        variables = task.prompt_vars(TESTBED)
+    def first_messages(self, task: Task, native: bool, workdir: str = TESTBED) -> list[dict[str, Any]]:
+        variables = task.prompt_vars(workdir)
         if not self.config.hint:
             variables["description"] = ""
         tools_text = "" if native else render_template(PROMPTS, "tools_text.j2", tools=describe_tools(),
-                                                        workdir=TESTBED)
-        system = render_template(PROMPTS, "system.j2", workdir=TESTBED, text_tools=not native, tools_text=tools_text)
+                                                        workdir=workdir)
+        system = render_template(PROMPTS, "system.j2", workdir=workdir, text_tools=not native, tools_text=tools_text)
         return [{"role": "system", "content": system},
                 {"role": "user", "content": render_template(PROMPTS, "task.j2", **variables)}]
 
@@ -117,8 +117,8 @@ class _Run:
         self.config, self.rec, self.native = config, rec, native
         self.messages: list[dict[str, Any]] = []
         self.history: list[Event] = []
-        self.shell = PersistentShell(sandbox, config.no_output_timeout_s, TESTBED)
-        self.editor = Editor(sandbox, config.editor_clip, TESTBED)
+        self.shell = PersistentShell(sandbox, config.no_output_timeout_s, sandbox.workdir)
+        self.editor = Editor(sandbox, config.editor_clip, sandbox.workdir)
 
     def loop(self) -> None:
         self.shell.start()

@@ -74,12 +74,12 @@ class MiniSweScaffold:
     def _render(self, template: str, **variables: Any) -> str:
         return render_template(PROMPTS, template, mode=self.config.mode, sentinel=SENTINEL, **variables)
 
-    def _first_messages(self, task: Task) -> list[dict[str, Any]]:
-        variables = task.prompt_vars(TESTBED)
+    def _first_messages(self, task: Task, workdir: str = TESTBED) -> list[dict[str, Any]]:
+        variables = task.prompt_vars(workdir)
         if not self.config.hint:
             variables["description"] = ""
         system = "system_aggressive.j2" if self.config.prompt == "aggressive" else "system.j2"
-        return [{"role": "system", "content": self._render(system, workdir=TESTBED,
+        return [{"role": "system", "content": self._render(system, workdir=workdir,
                                                             command_timeout=f"{self.config.command_timeout_s:g}")},
                 {"role": "user", "content": self._render("task.j2", **variables)}]
 
@@ -87,7 +87,7 @@ class MiniSweScaffold:
     def run(self, task: Task, sandbox: Sandbox, model: Model, limits: Limits,
             stop: threading.Event | None = None) -> Episode:
         rec = Recorder(self.name, sandbox, model, limits, stop)
-        messages = self._first_messages(task)
+        messages = self._first_messages(task, sandbox.workdir)
         procs = FreshProcesses(sandbox, COMMAND_ENV)
         return rec.run(lambda: self._loop(rec, procs, messages), lambda: messages, procs.close)
 

@@ -96,6 +96,7 @@ class _Run:
     def __init__(self, config: TerminusConfig, task: Task, rec: Recorder, term: TmuxSession,
                  context_window: int | None) -> None:
         self.config, self.task, self.rec, self.term = config, task, rec, term
+        self.workdir = term.sandbox.workdir
         self.context_window = context_window
         self.conversation: list[dict[str, Any]] = []  # what the next call sends
         self.trajectory: list[dict[str, Any]] = []  # every message of every conversation, in order
@@ -108,12 +109,12 @@ class _Run:
         return render_template(PROMPTS, name, **variables)
 
     def task_prompt(self) -> str:
-        variables = self.task.prompt_vars()
+        variables = self.task.prompt_vars(self.workdir)
         compiled = bool(COMPILED & set(variables["languages"]))
         return self.render("task.j2", compiled=compiled, hint=self.config.hint, **variables)
 
     def format_prompt(self) -> str:
-        return self.render(f"format_{self.config.format}.j2", width=WIDTH, height=HEIGHT, workdir="/testbed",
+        return self.render(f"format_{self.config.format}.j2", width=WIDTH, height=HEIGHT, workdir=self.workdir,
                            max_duration=f"{self.config.max_duration_s:g}")
 
     def add(self, message: dict[str, Any]) -> None:

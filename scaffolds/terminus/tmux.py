@@ -1,6 +1,6 @@
 """The agent's terminal: a tmux session inside the sandbox, driven through `sandbox.exec`.
 
-The session is a 160x40 login bash started in /testbed. Keystrokes are sent as the model wrote
+The session is a 160x40 login bash started in the sandbox's working directory. Keystrokes are sent as the model wrote
 them: a whole string that is a tmux key name (`C-c`, `C-d`, `Escape`, `Up`, ...) is sent as that key,
 anything else is typed literally, so a command runs only if its keystrokes end with a newline.
 Reading returns what was written since the previous read: the full scrollback is captured and the
@@ -20,7 +20,6 @@ from harness.sandbox.interface import ExecResult, Sandbox, SandboxError
 SESSION = "terminus"
 WIDTH, HEIGHT = 160, 40
 HISTORY_LINES = 10_000  # tmux's default of 2,000 lines is less than one build log
-WORKDIR = "/testbed"
 SEND_CHUNK = 16_000  # characters per send-keys argument, well under the kernel's 128 KiB per argument
 _SEPARATOR = "--8<-- optrunner terminus capture --8<--"
 
@@ -90,7 +89,7 @@ class TmuxSession:
         # history-limit applies to panes created after it is set, hence set before new-session.
         started = self.sandbox.exec(
             f"tmux -u start-server \\; set-option -g history-limit {HISTORY_LINES} \\; "
-            f"new-session -d -s {self.target} -x {WIDTH} -y {HEIGHT} -c {WORKDIR} 'bash --login'",
+            f"new-session -d -s {self.target} -x {WIDTH} -y {HEIGHT} -c {self.sandbox.workdir} 'bash --login'",
             timeout=timeout)
         if started.exit_code != 0:
             raise RuntimeError(f"could not start tmux in the sandbox: {started.output.strip()[-300:]}")

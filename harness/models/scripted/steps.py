@@ -7,6 +7,7 @@ any step may carry "delay_s" (a slow reply). `replies.py` writes a step in the s
 """
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,16 @@ def oracle_steps(patch: str, install_commands: Sequence[str] = (), spec_script: 
     steps.append({"write": "/tmp/spec_timing.py", "text": spec_script})
     steps.append({"bash": f"cd {WORKDIR} && python3 /tmp/spec_timing.py", "duration": 5})
     steps.append({"finish": "Applied the optimization, rebuilt, and checked the specification script."})
+    return steps
+
+
+def solution_steps(files: Sequence[tuple[str, str]], workdir: str) -> list[dict[str, Any]]:
+    """The oracle of a task that ships a reference solution (Harbor's solution/): copy it in, run solve.sh."""
+    folders = sorted({posixpath.dirname(f"/solution/{name}") for name, _text in files})
+    steps: list[dict[str, Any]] = [{"bash": f"cd {workdir} && ls && mkdir -p {' '.join(folders)}"}]
+    steps += [{"write": f"/solution/{name}", "text": text} for name, text in files]
+    steps.append({"bash": f"cd {workdir} && bash /solution/solve.sh", "duration": 5})
+    steps.append({"finish": "Ran the reference solution."})
     return steps
 
 
@@ -57,6 +68,8 @@ class Script:
     spec_script: str = ""  # oracle: the specification script it runs
     trajectory: list[dict[str, Any]] | None = None  # replay: OpenAI-format messages of a saved trajectory
     steps: list[dict[str, Any]] | None = None  # script: the steps themselves
+    solution: tuple[tuple[str, str], ...] = ()  # oracle: a reference solution's files (solve.sh runs)
+    workdir: str = WORKDIR  # where the oracle works
 
 
 def bind(name: str, script: Script) -> dict[str, Any]:
@@ -65,6 +78,8 @@ def bind(name: str, script: Script) -> dict[str, Any]:
     if short == "script":
         return {"steps": list(script.steps or [])}
     if short == "oracle":
+        if script.solution:
+            return {"steps": solution_steps(script.solution, script.workdir)}
         if script.patch is None:
             raise ValueError("the oracle model needs a patch to apply")
         return {"steps": oracle_steps(script.patch, script.install_commands, script.spec_script)}

@@ -100,11 +100,17 @@ def run_step(container: Container, cmd: str, what: str, env: dict[str, str] | No
     return text
 
 
-def commit_image(container: Container, tag: str, env: dict[str, str], labels: dict[str, str]) -> None:
+def commit_image(container: Container, tag: str, env: dict[str, str], labels: dict[str, str],
+                 workdir: str = "/testbed") -> None:
     repo, _, version = tag.partition(":")
-    changes = [f"ENV {k}={v}" for k, v in env.items()] + ["WORKDIR /testbed", 'CMD ["sleep", "infinity"]']
-    changes += [f'LABEL {k}="{v}"' for k, v in labels.items()]
+    changes = [f"ENV {k}={v}" for k, v in env.items()] + [f"WORKDIR {workdir}", 'CMD ["sleep", "infinity"]']
+    changes += [f'LABEL {k}="{_quoted(v)}"' for k, v in labels.items()]
     container.commit(repository=repo, tag=version, changes=changes)
+
+
+def _quoted(value: str) -> str:
+    """A label value inside a Dockerfile's double quotes (JSON labels hold quotes)."""
+    return value.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def scratch_container(client: docker.DockerClient, image: str, network: bool) -> Container:

@@ -1,7 +1,7 @@
 """The Docker sandbox provider: the engine, the task images, containers and their cleanup."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from harness.sandbox.docker.containers import docker_client, remove_containers
@@ -23,9 +23,9 @@ class DockerProvider:
         ensure_engine()
 
     def ensure_images(self, tasks: Sequence["Task"], base_image: str = BaseImageSpec.base,
-                      progress: Progress = print) -> dict[str, TaskImages]:
+                      progress: Progress = print, base_map: Mapping[str, str] | None = None) -> dict[str, TaskImages]:
         with engine_errors():
-            return ensure_images(docker_client(), list(tasks), BaseImageSpec(base=base_image), progress)
+            return ensure_images(docker_client(), list(tasks), BaseImageSpec(base=base_image), progress, base_map)
 
     def start(self, image: str, limits: SandboxLimits | None = None,
               labels: dict[str, str] | None = None) -> DockerSandbox:

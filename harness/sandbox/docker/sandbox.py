@@ -12,6 +12,7 @@ Guarantees:
 from __future__ import annotations
 
 import io
+import json
 import tarfile
 import threading
 import time
@@ -26,6 +27,7 @@ from docker.models.containers import Container
 
 from harness.sandbox.docker.containers import LABEL, OWNER_LABEL, docker_client, owner_id, track, untrack
 from harness.sandbox.docker.images import BASE_COMMIT_LABEL
+from harness.sandbox.docker.workspace import GIT_DIR_LABEL, PINS_LABEL, WORKDIR_LABEL
 from harness.sandbox.docker.stream import DockerStream
 from harness.sandbox.interface import (DIFF_EXCLUDES, TESTBED, ExecResult, OutputCapture, SandboxError,
                                        SandboxLimits)
@@ -53,10 +55,14 @@ class DockerSandbox:
     """A running container from a task image. Use `DockerSandbox.start(image)`; always `close()`."""
 
     def __init__(self, container: Container, client: docker.DockerClient, base_commit: str | None,
-                 limits: SandboxLimits) -> None:
+                 limits: SandboxLimits, labels: dict[str, str] | None = None) -> None:
+        labels = labels or {}
         self.container = container
         self.base_commit = base_commit
         self.limits = limits
+        self.workdir = labels.get(WORKDIR_LABEL, TESTBED)
+        self.git_dir = labels.get(GIT_DIR_LABEL)  # the work tree's repository, when it is kept outside it
+        self.pins: dict[str, str] = json.loads(labels.get(PINS_LABEL) or "{}")
         self._client = client
         self._closed = False
 
@@ -66,16 +72,18 @@ class DockerSandbox:
         limits = limits or SandboxLimits()
         with engine_errors():
             client = client or docker_client()
-            base_commit = _image_labels(client, image).get(BASE_COMMIT_LABEL)
+            image_labels = _image_labels(client, image)
+            base_commit = image_labels.get(BASE_COMMIT_LABEL)
+            workdir = image_labels.get(WORKDIR_LABEL, TESTBED)
             all_labels = {LABEL: "sandbox", OWNER_LABEL: owner_id(), **(labels or {})}
             container = client.containers.run(
                 image, ["sleep", "infinity"], detach=True, init=True, labels=all_labels,
                 network_mode=None if limits.network else "none",
                 mem_limit=limits.memory, memswap_limit=limits.memory, pids_limit=limits.pids,
-                nano_cpus=int(limits.cpus * 1e9), working_dir=TESTBED,
+                nano_cpus=int(limits.cpus * 1e9), working_dir=workdir,
             )
         track(container)
-        return cls(container, client, base_commit, limits)
+        return cls(container, client, base_commit, limits, image_labels)
 
     # -- exec
 
@@ -91,7 +99,7 @@ class DockerSandbox:
         def run() -> None:
             api = self._client.api
             try:
-                exec_id = api.exec_create(self.container.id, argv, workdir=cwd or TESTBED, environment=env)["Id"]
+                exec_id = api.exec_create(self.container.id, argv, workdir=cwd or self.workdir, environment=env)["Id"]
                 for chunk in api.exec_start(exec_id, stream=True):
                     capture.add(chunk)
                 outcome["exit_code"] = api.exec_inspect(exec_id)["ExitCode"]
@@ -139,7 +147,7 @@ class DockerSandbox:
         api = self._client.api
         with engine_errors():
             exec_id = api.exec_create(self.container.id, cmd, stdin=True, tty=tty, environment=env,
-                                      workdir=workdir or TESTBED)["Id"]
+                                      workdir=workdir or self.workdir)["Id"]
             sock = api.exec_start(exec_id, tty=tty, socket=True)
         return DockerStream(api, exec_id, sock, tty)
 
@@ -174,7 +182,7 @@ class DockerSandbox:
 
     def write_file(self, path: str, contents: str | bytes) -> None:
         data = contents.encode() if isinstance(contents, str) else contents
-        target = PurePosixPath(path if path.startswith("/") else f"{TESTBED}/{path}")
+        target = PurePosixPath(path if path.startswith("/") else f"{self.workdir}/{path}")
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
             info = tarfile.TarInfo(target.name)
@@ -192,26 +200,32 @@ class DockerSandbox:
     # -- patch
 
     def diff(self) -> str:
-        """The change to /testbed since the base commit, as a patch `git apply` accepts.
+        """The change to the working directory since the base commit, as a patch `git apply` accepts.
 
-        Uses a scratch index so the agent's own index and commits are irrelevant and untouched; binary
-        files and build/tooling paths are left out, as GSO and OpenHands do.
+        Uses a scratch index so the agent's own index and commits are irrelevant and untouched; build and
+        tooling paths are left out. In a repository of the task's own (/testbed) binary files are left out
+        too, as GSO and OpenHands do; a working directory snapshotted outside itself (Harbor tasks) gets a
+        binary-safe diff, since there the files are the task.
         """
         if not self.base_commit:
             raise SandboxError("the image has no base commit label; build it with 'python -m harness build'")
         excludes = " ".join(f"':(exclude,glob)**/{p}' ':(exclude,glob)**/{p}/**'" for p in DIFF_EXCLUDES)
-        script = f"""set -e
-export GIT_INDEX_FILE=$(mktemp)
-trap 'rm -f "$GIT_INDEX_FILE"' EXIT
-git read-tree {self.base_commit}
-git add -A -- . {excludes}
-git diff --cached --numstat --no-renames -z {self.base_commit} |
+        binary = self.git_dir is not None
+        drop_binaries = "" if binary else f"""git diff --cached --numstat --no-renames -z {self.base_commit} |
   while IFS=$'\\t' read -r -d '' added deleted name; do
     if [ "$added" = "-" ]; then git reset -q {self.base_commit} -- "$name"; fi
   done
-git diff --cached --no-color --no-renames {self.base_commit} > /tmp/.optrunner.diff
 """
-        done = self.exec(script, timeout=120, cwd=TESTBED)
+        script = f"""set -e
+{f"export GIT_DIR={self.git_dir} GIT_WORK_TREE={self.workdir}" if self.git_dir else ""}
+export GIT_INDEX_FILE=$(mktemp)
+trap 'rm -f "$GIT_INDEX_FILE"' EXIT
+git read-tree {self.base_commit}
+git add -A {"-f " if binary else ""}-- . {excludes}
+{drop_binaries}git diff --cached --no-color --no-renames {"--binary " if binary else ""}{self.base_commit} \
+  > /tmp/.optrunner.diff
+"""
+        done = self.exec(script, timeout=120, cwd=self.workdir)
         if done.exit_code != 0:
             raise SandboxError(f"git diff failed in the sandbox: {done.output.strip()[-500:]}")
         return self.read_file("/tmp/.optrunner.diff").decode("utf-8", errors="replace")

@@ -4,25 +4,44 @@
   `prebuilt`); otherwise (`auto` or `build`) an equivalent image is built from the task.
 - When the grading image may hold what the agent must not see (an expert commit in its history, an eval
   script), the agent's image is a derived layer without it (agent_image.py); otherwise both are one.
+- A task with its own environment (Harbor: a Dockerfile, or a prebuilt `docker_image`) gets its image
+  built with local substitutes for unreachable bases (dockerfile.py), then a workspace layer that makes
+  its working directory diffable (workspace.py); agent and grader share it (its tests are not in it).
 """
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import docker
 
 from harness.sandbox.docker.agent_image import ensure_agent_image
+from harness.sandbox.docker.dockerfile import ensure_dockerfile_image
 from harness.sandbox.docker.images import BaseImageSpec, Progress, ensure_base_image, ensure_task_image
 from harness.sandbox.docker.prebuilt import NotAvailable, find_or_pull
+from harness.sandbox.docker.workspace import ensure_workspace_image
 from harness.sandbox.interface import ImageBuildError, TaskImages
 from harness.tasks.task import Task
 
 
 def ensure_images(client: docker.DockerClient, tasks: list[Task], spec: BaseImageSpec | None = None,
-                  progress: Progress = print) -> dict[str, TaskImages]:
+                  progress: Progress = print, base_map: Mapping[str, str] | None = None) -> dict[str, TaskImages]:
     """Find, pull or build every task's images; task id -> TaskImages. Raises ImageBuildError."""
     spec = spec or BaseImageSpec()
     base: str | None = None
     images: dict[str, TaskImages] = {}
     for task in tasks:
+        if task.reward_check is not None:  # a task with its own environment
+            if task.environment is not None:
+                base = base or ensure_base_image(client, spec, progress)
+                own = ensure_dockerfile_image(client, task, base, base_map or {}, progress)
+            else:
+                try:
+                    own = find_or_pull(client, task, progress)
+                except NotAvailable as why:
+                    raise ImageBuildError(f"task {task.id}: {why}") from None
+            workspace = ensure_workspace_image(client, task, own, progress)
+            images[task.id] = TaskImages(agent=workspace, grading=workspace)
+            continue
         grading, unavailable = None, ""
         if task.prebuilt_image and task.image_policy != "build":
             try:

@@ -1,0 +1,155 @@
+"""A task's own Dockerfile (Harbor's environment/), built on a machine where no registry may answer.
+
+Each `FROM` image is used when present, else pulled, else replaced by a local base of its family:
+    python:*, debian:*, ubuntu:*, buildpack-deps:*  ->  the base image (Debian 12, python3 3.11, gcc, git)
+    rust:*                                          ->  the base image + Debian's rustc and cargo
+    golang:*                                        ->  the base image + Go 1.22 from bookworm-backports
+`base_map` (image -> local tag) overrides any of them. Instructions written in the Python or Rust
+images' own terms (`pip install` from the registry) may still need the network the build has.
+One more rewrite: `COPY a b dest` and `COPY *.go dest` get a trailing slash on `dest`, which Docker's
+legacy builder requires.
+"""
+from __future__ import annotations
+
+import io
+import json
+import re
+import tarfile
+from collections.abc import Mapping
+
+import docker
+import docker.errors
+
+from harness.sandbox.docker.containers import LABEL
+from harness.sandbox.docker.images import (Progress, commit_image, content_hash, image_exists, run_step,
+                                           scratch_container)
+from harness.sandbox.interface import ImageBuildError
+from harness.tasks.task import Task
+
+# family -> (Debian packages added to the base, shell commands run before installing them, extra PATH)
+FAMILIES: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "python": ((), "", ""), "debian": ((), "", ""), "ubuntu": ((), "", ""), "buildpack-deps": ((), "", ""),
+    "rust": (("rustc", "cargo"), "", ""),
+    "golang": (("golang-1.22-go",), "echo 'deb http://deb.debian.org/debian bookworm-backports main' "
+               "> /etc/apt/sources.list.d/backports.list && apt-get update -qq && apt-get install -y -qq -t "
+               "bookworm-backports golang-1.22-go && ", "/usr/lib/go-1.22/bin"),
+}
+_FROM = re.compile(r"^(\s*FROM\s+)(?:--platform=\S+\s+)?(\S+)(.*)$", re.IGNORECASE)
+_COPY = re.compile(r"^(\s*(?:COPY|ADD)\s+)(.*)$", re.IGNORECASE)
+
+
+def _family(image: str) -> str:
+    return image.rsplit("/", 1)[-1].split(":", 1)[0].split("@", 1)[0]
+
+
+def _family_base(client: docker.DockerClient, family: str, base: str, progress: Progress) -> str:
+    """The base image, plus what the family's images bring (built once, cached by content)."""
+    packages, setup, path = FAMILIES[family]
+    if not packages:
+        return base
+    tag = f"optrunner/base-{family}:{content_hash(base.encode(), json.dumps(FAMILIES[family]).encode())}"
+    if image_exists(client, tag):
+        return tag
+    progress(f"substitute for {family}: the base image + {' '.join(packages)}")
+    container = scratch_container(client, base, network=True)
+    try:
+        install = setup if setup else f"apt-get update -qq && apt-get install -y -qq {' '.join(packages)} && "
+        run_step(container, f"export DEBIAN_FRONTEND=noninteractive; {install}rm -rf /var/lib/apt/lists/*",
+                 f"substitute for {family}")
+        env_path = f"{path}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" if path else None
+        commit_image(container, tag, {"PATH": env_path} if env_path else {}, {LABEL: "root"}, workdir="/")
+    finally:
+        container.remove(force=True)
+    return tag
+
+
+def rewrite(dockerfile: str, resolve: Mapping[str, str]) -> str:
+    """The Dockerfile with FROM images replaced per `resolve` and legacy-builder COPY fixes."""
+    out = []
+    for line in dockerfile.splitlines():
+        match = _FROM.match(line)
+        if match and match.group(2) in resolve:
+            line = f"{match.group(1)}{resolve[match.group(2)]}{match.group(3)}"
+        copy = _COPY.match(line)
+        if copy and not copy.group(2).lstrip().startswith("["):
+            args = copy.group(2).split()
+            sources = [a for a in args[:-1] if not a.startswith("--")]
+            if args and not args[-1].endswith("/") and (len(sources) > 1 or any(c in "".join(sources) for c in "*?")):
+                line = f"{copy.group(1)}{' '.join(args[:-1])} {args[-1]}/"
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def from_images(dockerfile: str) -> list[str]:
+    """The images a Dockerfile starts from (not its own earlier stages)."""
+    stages, images = set(), []
+    for line in dockerfile.splitlines():
+        match = _FROM.match(line)
+        if match:
+            image = match.group(2)
+            if image.lower() not in stages:
+                images.append(image)
+            alias = re.search(r"\s+AS\s+(\S+)", match.group(3), re.IGNORECASE)
+            if alias:
+                stages.add(alias.group(1).lower())
+    return images
+
+
+def _resolve(client: docker.DockerClient, image: str, base: str, base_map: Mapping[str, str],
+             progress: Progress, task: Task) -> str:
+    if image in base_map:
+        return base_map[image]
+    if image_exists(client, image):
+        return image
+    try:
+        client.images.pull(image)
+        return image
+    except docker.errors.APIError:
+        pass
+    family = _family(image)
+    if family not in FAMILIES:
+        raise ImageBuildError(f"task {task.id}: FROM {image} is not present, cannot be pulled, and has no local "
+                              f"substitute (known families: {', '.join(FAMILIES)}); map it to a local image with "
+                              f"tasks.base_map='{{{image}: TAG}}'")
+    return _family_base(client, family, base, progress)
+
+
+def ensure_dockerfile_image(client: docker.DockerClient, task: Task, base: str, base_map: Mapping[str, str],
+                            progress: Progress = print) -> str:
+    """Build (or reuse) the image of the task's environment/ folder; returns its tag."""
+    assert task.environment is not None
+    context = task.environment
+    original = (context / "Dockerfile").read_text()
+    resolved = {image: _resolve(client, image, base, base_map, progress, task) for image in from_images(original)}
+    dockerfile = rewrite(original, resolved)
+    files = sorted(p for p in context.rglob("*") if p.is_file() and p.name != "Dockerfile")
+    chunks = [dockerfile.encode(), *(client.images.get(t).id.encode() for t in resolved.values())]
+    for path in files:
+        chunks += [str(path.relative_to(context)).encode(), path.read_bytes()]
+    tag = f"optrunner/harbor-{task.id.lower()}:{content_hash(*chunks)}"
+    if image_exists(client, tag):
+        return tag
+    substituted = {k: v for k, v in resolved.items() if k != v}
+    progress(f"[{task.id}] building {tag}" + (f" (FROM {', '.join(f'{k} -> {v}' for k, v in substituted.items())})"
+                                              if substituted else ""))
+    archive = io.BytesIO()
+    with tarfile.open(fileobj=archive, mode="w") as tar:
+        for path in files:
+            tar.add(str(path), arcname=str(path.relative_to(context)))
+        data = dockerfile.encode()
+        info = tarfile.TarInfo("Dockerfile")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    archive.seek(0)
+    log: list[str] = []
+    try:
+        for event in client.api.build(fileobj=archive, custom_context=True, tag=tag, rm=True, forcerm=True,
+                                      pull=False, decode=True, labels={LABEL: "task", "optrunner.task": task.id}):
+            if "stream" in event:
+                log.append(event["stream"])
+            if "error" in event:
+                raise ImageBuildError(f"task {task.id}: docker build failed: {event['error'].strip()}\n"
+                                      + "".join(log)[-1500:])
+    except docker.errors.APIError as err:
+        raise ImageBuildError(f"task {task.id}: docker build failed: {err.explanation or err}") from None
+    return tag
