@@ -27,7 +27,7 @@ from typing import Any
 
 from harness.models.loader import litellm_module
 from harness.models.model import Model
-from harness.sandbox.interface import Sandbox
+from harness.sandbox.interface import TESTBED, Sandbox
 from harness.tasks.task import Task
 from scaffolds.episode import Episode, EpisodeEnd, Observation, Submitted
 from scaffolds.exits import ExitReason
@@ -96,7 +96,7 @@ class _Run:
     def __init__(self, config: TerminusConfig, task: Task, rec: Recorder, term: TmuxSession,
                  context_window: int | None) -> None:
         self.config, self.task, self.rec, self.term = config, task, rec, term
-        self.workdir = term.sandbox.workdir
+        self.workdir = term.sandbox.workdir if term is not None else TESTBED  # prompts alone need no terminal
         self.context_window = context_window
         self.conversation: list[dict[str, Any]] = []  # what the next call sends
         self.trajectory: list[dict[str, Any]] = []  # every message of every conversation, in order

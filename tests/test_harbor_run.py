@@ -1,0 +1,98 @@
+"""Harbor tasks end to end, offline: images built from the tasks' Dockerfiles (FROM substituted), every
+scaffold, the oracle (solution/solve.sh) and noop, grading in a fresh container, pinned files, binary
+diffs, a verifier that runs over its time."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.grader.config import GradeConfig
+from harness.grader.grade import grade
+from harness.sandbox.docker.sandbox import DockerSandbox
+from harness.sandbox.providers import provider
+from harness.tasks import Task, select_tasks
+from tests.docker_support import client
+from tests.test_runner import containers_of, run_dir, runner
+
+pytestmark = pytest.mark.docker
+FIXTURES = Path(__file__).parent / "fixtures" / "harbor"
+
+
+def _images(tasks: list[Task]) -> dict:
+    return provider("docker").ensure_images(tasks, "debian:bookworm-slim", progress=lambda _m: None)
+
+
+def _task(name: str, root: Path = FIXTURES) -> Task:
+    (task,) = [t for t in select_tasks(str(root), "harbor") if t.id == name]
+    return task
+
+
+@pytest.mark.parametrize("scaffold", ["mini_swe", "codeact", "terminus"])
+def test_the_oracle_reaches_the_reference_on_every_scaffold(tmp_path: Path, scaffold: str) -> None:
+    done = runner("tasks=harbor", f"tasks.path={FIXTURES}", "model=oracle", f"scaffold={scaffold}", "rollouts=1",
+                  out=tmp_path, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    path = run_dir(tmp_path)
+    reports = {t: json.loads((path / "grading" / t / "0.json").read_text()) for t in ("ctiming", "sortcount",
+                                                                                     "wordstats")}
+    assert {t: r["status"] for t, r in reports.items()} == dict.fromkeys(reports, "passed"), reports
+    assert reports["sortcount"]["score"] == 0.5 and reports["wordstats"]["score"] == 1.0  # exact: deterministic
+    assert 0.2 < reports["ctiming"]["score"] < 0.8  # timed with the task's own anchors (another machine's)
+    assert reports["wordstats"]["reward_extras"]["baseline"] is None  # extras of any type are kept
+    assert not containers_of(done.pid)  # type: ignore[attr-defined]
+
+
+def test_noop_scores_zero(tmp_path: Path) -> None:
+    done = runner("tasks=harbor", f"tasks.path={FIXTURES}", "model=noop", "rollouts=1", out=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads((run_dir(tmp_path) / "report.json").read_text())["summary"]
+    assert summary["opt_at_k"]["1"] == 0.0 and summary["avg_at_k"]["1"] == 0.0
+
+
+def test_a_changed_pinned_file_is_an_instruction_violation() -> None:
+    task = _task("ctiming")
+    image = _images([task])[task.id].agent
+    with DockerSandbox.start(image, client=client()) as box:
+        assert box.workdir == "/app" and set(box.pins) == {"Makefile", ".build.sha256"}
+        # the checker's own record of the Makefile is rewritten too: only the host-side pin catches it
+        box.exec("echo 'primes: primes.c' > Makefile && printf '\\tgcc -O3 -o primes primes.c\\n' >> Makefile "
+                 "&& sha256sum /app/Makefile > .build.sha256")
+        patch = box.diff()
+    report = grade(task, patch, image, GradeConfig())
+    assert report["status"] == "instruction_violation" and report["score"] == 0.0
+    assert "Makefile" in report["reason"] and ".build.sha256" in report["reason"]
+
+
+def test_binary_files_travel_in_the_patch() -> None:
+    task = _task("wordstats")
+    image = _images([task])[task.id].agent
+    solution = dict((name, data) for name, data, _mode in task.solution_files)["solve.sh"]
+    with DockerSandbox.start(image, client=client()) as box:
+        box.write_file("/app/table.bin", bytes(range(256)) * 4)
+        box.write_file("/tmp/solve.sh", solution)
+        assert box.exec("bash /tmp/solve.sh").exit_code == 0
+        patch = box.diff()
+    assert "GIT binary patch" in patch and "wordstats.py" in patch
+    with DockerSandbox.start(image, client=client()) as fresh:  # what grading does with it
+        fresh.write_file("/tmp/p.diff", patch)
+        assert fresh.exec("git apply --binary /tmp/p.diff").exit_code == 0
+        assert fresh.read_file("/app/table.bin") == bytes(range(256)) * 4
+    assert grade(task, patch, image, GradeConfig())["score"] == 1.0
+
+
+def test_a_verifier_over_its_time_is_a_clear_status(tmp_path: Path) -> None:
+    root = tmp_path / "tasks"
+    shutil.copytree(FIXTURES / "wordstats", root / "slowcheck")
+    toml = root / "slowcheck" / "task.toml"
+    toml.write_text(toml.read_text().replace("timeout_sec = 120.0", "timeout_sec = 3.0"))
+    (root / "slowcheck" / "tests" / "test.sh").write_text("#!/bin/bash\nsleep 60\n")
+    task = _task("slowcheck", root)
+    image = _images([task])[task.id].agent
+    patch = ("diff --git a/wordstats.py b/wordstats.py\n--- a/wordstats.py\n+++ b/wordstats.py\n"
+             "@@ -1,2 +1,3 @@\n+# touched\n import re\n from collections import Counter\n")
+    report = grade(task, patch, image, GradeConfig())
+    assert report["status"] == "verifier_timeout" and "3 s" in report["reason"] and report["score"] == 0.0
+    assert report["wall_time_s"] < 40

@@ -1,0 +1,106 @@
+"""Harbor task directories as tasks: what is read from them, and one clear line for each bad one; the
+Dockerfile rewrite for offline builds; reading Harbor's reward files."""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.grader.reward import read_reward
+from harness.sandbox.docker.dockerfile import from_images, rewrite
+from harness.tasks import TaskError, select_tasks
+from harness.tasks.harbor import HarborSource, dockerfile_workdir
+
+FIXTURES = Path(__file__).parent / "fixtures" / "harbor"
+
+
+@pytest.fixture
+def tasks_dir(tmp_path: Path) -> Path:
+    shutil.copytree(FIXTURES, tmp_path / "tasks")
+    return tmp_path / "tasks"
+
+
+def test_a_folder_of_task_directories_is_read() -> None:
+    tasks = {t.id: t for t in select_tasks(str(FIXTURES), "harbor")}
+    assert sorted(tasks) == ["ctiming", "sortcount", "wordstats"]
+    ctiming = tasks["ctiming"]
+    assert ctiming.instruction.startswith("# Count primes faster") and ctiming.workdir == "/app"
+    assert ctiming.agent_timeout == 1800 and ctiming.memory == "2048m" and ctiming.network == "none"
+    check = ctiming.reward_check
+    assert check is not None and check.timeout == 300 and dict(check.env) == {"PRIMES_LIMIT": "10000000"}
+    assert {name for name, _data, _mode in check.tests} == {"test.sh", "score.py"}
+    assert dict(check.optimization)["direction"] == "minimize"
+    assert [name for name, _data, _mode in ctiming.solution_files] == ["solve.sh"]
+    assert tasks["sortcount"].memory == "1024m" and "compare.py" in tasks["sortcount"].reward_check.pinned
+    # one task directory is a selector too
+    assert [t.id for t in select_tasks(str(FIXTURES / "wordstats"), "harbor")] == ["wordstats"]
+
+
+@pytest.mark.parametrize("breakage, message", [
+    (lambda d: (d / "task.toml").write_text("version = [1.0\n"), "task.toml: not valid TOML"),
+    (lambda d: (d / "instruction.md").unlink(), "no instruction.md"),
+    (lambda d: (d / "tests" / "test.sh").unlink(), "no tests/test.sh"),
+    (lambda d: (d / "environment" / "Dockerfile").unlink(), "no environment/Dockerfile and no [environment]"),
+    (lambda d: (d / "task.toml").write_text('[environment]\nmemory = "lots"\n'), "should look like '2G'"),
+    (lambda d: (d / "task.toml").write_text("[verifier]\ntimeout_sec = -1\n"), "timeout_sec should be a positive"),
+    (lambda d: (d / "task.toml").write_text('[verifier.env]\nN = 3\n'), "[verifier.env] should map names to strings"),
+])
+def test_a_bad_task_is_one_line_naming_it(tasks_dir: Path, breakage, message: str) -> None:  # type: ignore[no-untyped-def]
+    breakage(tasks_dir / "wordstats")
+    with pytest.raises(TaskError) as err:
+        select_tasks(str(tasks_dir), "harbor")
+    assert message in str(err.value) and "wordstats" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_gpu_tasks_are_skipped_and_big_ones_clamped(tasks_dir: Path) -> None:
+    toml = tasks_dir / "wordstats" / "task.toml"
+    toml.write_text(toml.read_text().replace("cpus = 1", "cpus = 1\ngpus = 1"))
+    toml = tasks_dir / "sortcount" / "task.toml"
+    toml.write_text(toml.read_text().replace("cpus = 1", "cpus = 512"))
+    warnings: list[str] = []
+    tasks = HarborSource(warn=warnings.append).select(str(tasks_dir))
+    assert sorted(t.id for t in tasks) == ["ctiming", "sortcount"]
+    assert [t.cpus for t in tasks if t.id == "sortcount"] == [float(os.cpu_count() or 1)]
+    assert any("wordstats: skipped, it needs 1 GPU" in w for w in warnings)
+    assert any("sortcount: it asks for 512 CPUs" in w for w in warnings)
+
+
+def test_a_folder_without_tasks_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(TaskError, match="no task directories"):
+        select_tasks(str(tmp_path), "harbor")
+    with pytest.raises(TaskError, match="tasks.path=DIR"):
+        select_tasks("", "harbor")
+
+
+def test_dockerfile_rewrite_for_offline_builds() -> None:
+    dockerfile = ("FROM --platform=linux/amd64 golang:1.22-bookworm AS build\nWORKDIR /src\nCOPY *.go .\n"
+                  "COPY a.txt b.txt /data\nCOPY one.txt /data/one.txt\nRUN go build -o /out/app .\n"
+                  "FROM debian:bookworm-slim\nCOPY --from=build /out/app /usr/local/bin/app\nWORKDIR /app\n"
+                  'COPY ["x y", "/app/"]\n')
+    assert from_images(dockerfile) == ["golang:1.22-bookworm", "debian:bookworm-slim"]
+    out = rewrite(dockerfile, {"golang:1.22-bookworm": "local/go", "debian:bookworm-slim": "local/base"})
+    lines = out.splitlines()
+    assert lines[0] == "FROM local/go AS build" and lines[6] == "FROM local/base"
+    assert "COPY *.go ./" in lines and "COPY a.txt b.txt /data/" in lines and "COPY one.txt /data/one.txt" in lines
+    assert "COPY --from=build /out/app /usr/local/bin/app" in lines and 'COPY ["x y", "/app/"]' in lines
+    assert dockerfile_workdir(dockerfile) == "/app"
+    assert dockerfile_workdir("FROM x\nWORKDIR /srv\nWORKDIR sub\n") == "/srv/sub"
+
+
+@pytest.mark.parametrize("txt, raw_json, reward, extras, reason", [
+    ("0.25\n", None, 0.25, {}, ""),
+    ("0.25", '{"reward": 0.9, "note": "x"}', 0.25, {"note": "x"}, ""),  # reward.txt first
+    (None, '{"reward": 0.75, "label": "fast", "baseline": null}', 0.75, {"label": "fast", "baseline": None}, ""),
+    (None, '{"reward": "high"}', None, {"reward": "high"}, "reward.json's reward is 'high'"),
+    ("nan", None, None, {}, "reward.txt holds 'nan'"),
+    ("oops", '{"reward": 1}', 1.0, {}, ""),  # an unreadable reward.txt, a good reward.json
+    (None, "{not json", None, {}, "reward.json is not JSON"),
+    (None, None, None, {}, "the verifier wrote no reward file"),
+])
+def test_reward_files_are_read_as_harbor_should(txt: str | None, raw_json: str | None, reward: float | None,
+                                                extras: dict, reason: str) -> None:
+    got, got_extras, why = read_reward(txt, raw_json)
+    assert got == reward and got_extras == extras and reason in why
+    assert (why == "") == (reward is not None)
