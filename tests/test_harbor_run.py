@@ -33,14 +33,18 @@ def _task(name: str, root: Path = FIXTURES) -> Task:
 @pytest.mark.parametrize("scaffold", ["mini_swe", "codeact", "terminus"])
 def test_the_oracle_reaches_the_reference_on_every_scaffold(tmp_path: Path, scaffold: str) -> None:
     done = runner("tasks=harbor", f"tasks.path={FIXTURES}", "model=oracle", f"scaffold={scaffold}", "rollouts=1",
-                  out=tmp_path, timeout=900)
+                  "grading.rounds=2", out=tmp_path, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     path = run_dir(tmp_path)
     reports = {t: json.loads((path / "grading" / t / "0.json").read_text()) for t in ("ctiming", "sortcount",
                                                                                      "wordstats")}
     assert {t: r["status"] for t, r in reports.items()} == dict.fromkeys(reports, "passed"), reports
     assert reports["sortcount"]["score"] == 0.5 and reports["wordstats"]["score"] == 1.0  # exact: deterministic
-    assert 0.2 < reports["ctiming"]["score"] < 0.8  # timed with the task's own anchors (another machine's)
+    # timed: anchors measured here, the reference scores 0.5; the task's own reward used another machine's
+    ctiming = reports["ctiming"]
+    assert ctiming["score_source"] == "calibrated" and abs(ctiming["score"] - 0.5) <= 0.05, ctiming["calibration"]
+    assert ctiming["reward"] is not None and ctiming["calibration"]["base"] > ctiming["calibration"]["reference"]
+    assert reports["sortcount"]["score_source"] == "reward"  # a count: the task's anchors hold anywhere
     assert reports["wordstats"]["reward_extras"]["baseline"] is None  # extras of any type are kept
     assert not containers_of(done.pid)  # type: ignore[attr-defined]
 
@@ -96,3 +100,21 @@ def test_a_verifier_over_its_time_is_a_clear_status(tmp_path: Path) -> None:
     report = grade(task, patch, image, GradeConfig())
     assert report["status"] == "verifier_timeout" and "3 s" in report["reason"] and report["score"] == 0.0
     assert report["wall_time_s"] < 40
+
+
+def test_anchors_are_measured_in_the_same_session() -> None:
+    task = _task("ctiming")
+    image = _images([task])[task.id].agent
+    solution = dict((name, data) for name, data, _mode in task.solution_files)["solve.sh"]
+    with DockerSandbox.start(image, client=client()) as box:
+        box.write_file("/tmp/solve.sh", solution)
+        assert box.exec("bash /tmp/solve.sh").exit_code == 0
+        patch = box.diff()
+    report = grade(task, patch, image, GradeConfig(rounds=3))
+    calibration = report["calibration"]
+    assert {state: len(values) for state, values in calibration["rounds"].items()} == \
+        {"base": 3, "patch": 3, "reference": 3}
+    assert calibration["scale"] == "log" and calibration["reference_score"] == 0.5
+    assert abs(report["score"] - 0.5) <= 0.05 and report["opt_commit"] == (report["score"] >= 0.5)
+    uncalibrated = grade(task, patch, image, GradeConfig(rounds=3, calibrate=False))
+    assert "calibration" not in uncalibrated and uncalibrated["score"] == uncalibrated["reward"]

@@ -58,13 +58,16 @@ def test_gpu_tasks_are_skipped_and_big_ones_clamped(tasks_dir: Path) -> None:
     toml = tasks_dir / "wordstats" / "task.toml"
     toml.write_text(toml.read_text().replace("cpus = 1", "cpus = 1\ngpus = 1"))
     toml = tasks_dir / "sortcount" / "task.toml"
-    toml.write_text(toml.read_text().replace("cpus = 1", "cpus = 512"))
+    toml.write_text(toml.read_text().replace("cpus = 1", "cpus = 512").replace("memory_mb = 1024", "memory_mb = 1e9"))
     warnings: list[str] = []
     tasks = HarborSource(warn=warnings.append).select(str(tasks_dir))
     assert sorted(t.id for t in tasks) == ["ctiming", "sortcount"]
     assert [t.cpus for t in tasks if t.id == "sortcount"] == [float(os.cpu_count() or 1)]
     assert any("wordstats: skipped, it needs 1 GPU" in w for w in warnings)
     assert any("sortcount: it asks for 512 CPUs" in w for w in warnings)
+    assert any("sortcount: it asks for 1000000000m of memory" in w for w in warnings)
+    machine_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 1024 ** 2
+    assert [t.memory for t in tasks if t.id == "sortcount"] == [f"{machine_mb}m"]
 
 
 def test_a_folder_without_tasks_is_one_line(tmp_path: Path) -> None:

@@ -145,7 +145,9 @@ def test_sigkill_then_the_same_command_resumes_without_duplicates(slow_dir: Path
     try:
         wait_for(lambda: (tmp_path / "runs").is_dir() and any(run_dir(tmp_path).glob("rollouts/*/0.json")), 120,
                  "the first rollout to finish")
-        wait_for(lambda: len(containers_of(proc.pid)) == 1, 60, "the second rollout's container")
+        # the second rollout's container, and no other (the first one's is removed in the background)
+        wait_for(lambda: [c.labels.get("optrunner.rollout") for c in containers_of(proc.pid)] == ["1"], 60,
+                 "the second rollout's container alone")
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
@@ -165,7 +167,9 @@ def test_ctrl_c_stops_quickly_keeps_finished_rollouts_and_removes_containers(slo
     try:
         wait_for(lambda: (tmp_path / "runs").is_dir() and any(run_dir(tmp_path).glob("rollouts/*/0.json")), 120,
                  "the first rollout to finish")
-        wait_for(lambda: len(containers_of(proc.pid)) == 1, 60, "the second rollout's container")
+        # the second rollout's container, and no other (the first one's is removed in the background)
+        wait_for(lambda: [c.labels.get("optrunner.rollout") for c in containers_of(proc.pid)] == ["1"], 60,
+                 "the second rollout's container alone")
         sent = time.time()
         proc.send_signal(signal.SIGINT)
         output, _ = proc.communicate(timeout=30)

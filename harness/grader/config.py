@@ -32,6 +32,7 @@ class GradeConfig:
     bootstrap: int = 2000
     seed: int = 0
     memory: str = "4g"
+    calibrate: bool = True  # reward tasks: measure the metric's anchors on this machine (grader.anchors)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -67,11 +68,12 @@ class GradeConfig:
     def fields(self) -> dict[str, Any]:
         """The settings every report records; a stored report is reused only while they match."""
         return {"timing_mode": self.mode, "rounds": self.rounds, "stat": self.stat, "p": self.p,
-                "gso_version": self.gso_version, "grader_version": GRADER_VERSION}
+                "gso_version": self.gso_version, "calibrate": self.calibrate, "grader_version": GRADER_VERSION}
 
     def matches(self, report: dict[str, Any], patch_sha256: str | None) -> bool:
         """Whether a stored report graded this patch under these settings. Reports written before
-        `gso_version` existed were graded with the paper's threshold."""
-        recorded = {**report, "gso_version": report.get("gso_version", "paper")}
+        `gso_version` existed were graded with the paper's threshold (and before `calibrate`, as if on)."""
+        recorded = {**report, "gso_version": report.get("gso_version", "paper"),
+                    "calibrate": report.get("calibrate", True)}
         wanted = {"patch_sha256": patch_sha256, **self.fields()}
         return all(recorded.get(k) == v for k, v in wanted.items())

@@ -8,9 +8,14 @@ working directory with [verifier.env] under the verifier's timeout, and the rewa
 /logs/verifier/reward.txt (one float) or, failing that, reward.json's `reward` (other keys, of any
 type, are kept as extras). A missing or unreadable reward is 0 with the reason.
 
+When the task's `[optimization]` names a metric that reward.json reports, its anchors are measured
+here too (anchors.py): the untouched environment and the reference solution are verified in the same
+session as the patch, in interleaved rounds, and the score recomputed with them (`calibration`).
+
 Report: GSO's status keys where they apply (`status`, `reason`, `patch_successfully_applied`), the
-reward as `score`, and `opt_commit` = the reward reaches the task's success threshold, so Opt@K, Avg@k,
-Best@k and Dominance come from the same summary as for timing tasks.
+task's own `reward`, the `score` (the calibrated one when there is one, `score_source` says which) and
+`opt_commit` = the score reaches the success threshold (0.5, the reference), so Opt@K, Avg@k, Best@k
+and Dominance come from the same summary as for timing tasks.
 """
 from __future__ import annotations
 
@@ -18,14 +23,16 @@ import json
 import math
 import shlex
 import time
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
+from harness.grader.anchors import Objective, calibrate, objective
 from harness.grader.config import GradeConfig, patch_sha256
 from harness.grader.states import PATCH_PATH
-from harness.sandbox.interface import Sandbox, SandboxError
+from harness.sandbox.interface import ExecResult, Sandbox, SandboxError, pin_if_possible
 from harness.sandbox.providers import SandboxProvider
-from harness.tasks.task import Task
+from harness.tasks.task import RewardCheck, Task
 
 TESTS_DIR = "/tests"
 REWARD_TXT, REWARD_JSON = "/logs/verifier/reward.txt", "/logs/verifier/reward.json"
@@ -83,55 +90,126 @@ def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig,
         "score": 0.0, "reward": None, "reward_extras": {}, "verifier": "reward", "success_threshold": SUCCESS,
         "patch_sha256": patch_sha256(patch), **config.fields(),
     }
-    box = None
+    boxes: list[Sandbox] = []
+    limits = replace(config.limits().for_task(task.cpus, task.memory), network=task.network == "allowed")
+
+    def start(role: str) -> Sandbox:
+        box = sandboxes.start(image, limits, labels={"optrunner.role": f"grade-{role}"})
+        boxes.append(box)
+        return box
+
     try:
         if not report["patch_exists"]:
             report.update(status="empty_patch", reason="the patch is empty")
             return report
-        limits = replace(config.limits().for_task(task.cpus, task.memory), network=task.network == "allowed")
-        box = sandboxes.start(image, limits, labels={"optrunner.role": "grade-reward"})
-        workdir = box.workdir
+        box = start("patch")
         box.write_file(PATCH_PATH, patch if patch.endswith("\n") else patch + "\n")  # type: ignore[union-attr]
-        applied = box.exec(f"git apply --binary --whitespace=nowarn {PATCH_PATH}", timeout=300, cwd=workdir)
+        applied = box.exec(f"git apply --binary --whitespace=nowarn {PATCH_PATH}", timeout=300, cwd=box.workdir)
         if applied.exit_code != 0:
             report.update(status="patch_failed", reason=f"git apply failed: {applied.output.strip()[-600:]}")
             return report
         report["patch_successfully_applied"] = True
-        changed = _changed_pins(box, workdir, box.pins)
+        changed = _changed_pins(box, box.workdir, box.pins)
         if changed:
             report.update(status="instruction_violation", reason=f"pinned file(s) changed: {', '.join(changed)}")
             return report
         log(f"[{task.id}] verifier: /tests/test.sh (timeout {check.timeout:g} s)")
-        box.exec(f"rm -f {REWARD_TXT} {REWARD_JSON}; mkdir -p /logs/verifier {TESTS_DIR}", timeout=60)
-        for name, data, mode in check.tests:
-            path = f"{TESTS_DIR}/{name}"
-            box.write_file(path, data)
-            box.exec(f"chmod {mode:o} {shlex.quote(path)}", timeout=30)
-        run = box.exec(f"bash {TESTS_DIR}/test.sh", timeout=check.timeout, cwd=workdir, env=dict(check.env))
-        report["verifier_exit_code"], report["verifier_s"] = run.exit_code, round(run.duration, 2)
-        report["verifier_output"] = run.output[-2000:]
-        if run.timed_out:
+        first = verify(box, check)
+        report["verifier_exit_code"], report["verifier_s"] = first.run.exit_code, round(first.run.duration, 2)
+        report["verifier_output"] = first.run.output[-2000:]
+        report["reward_extras"] = first.extras
+        if first.run.timed_out:
             report.update(status="verifier_timeout",
                           reason=f"the verifier ran over its {check.timeout:g} s ([verifier].timeout_sec)")
             return report
-        reward, extras, why = read_reward(_read(box, REWARD_TXT), _read(box, REWARD_JSON))
-        report["reward_extras"] = extras
-        if reward is None:
-            report.update(status="no_reward", reason=why)
+        if first.reward is None:
+            report.update(status="no_reward", reason=first.why)
             return report
-        report.update(status="passed", reason="", reward=reward, score=reward, test_passed=True,
-                      opt_base=reward > 0, opt_commit=reward >= SUCCESS)
+        report.update(status="passed", reason="", reward=first.reward, score=first.reward, test_passed=True,
+                      opt_base=first.reward > 0, opt_commit=first.reward >= SUCCESS, score_source="reward")
+        goal = objective(dict(check.optimization))
+        if goal is not None and config.calibrate:
+            calibration = _calibrate(task, goal, box, first, start, config, log)
+            report["calibration"] = calibration
+            if calibration.get("score") is not None:
+                score = calibration["score"]
+                report.update(score=score, score_source="calibrated", opt_base=score > 0, opt_commit=score >= SUCCESS)
         return report
     except SandboxError as err:
         report.update(status="error", reason=str(err))
         return report
     finally:
-        if box is not None:
+        for box in boxes:
             try:
                 box.close()
             except SandboxError:
                 pass
         report["wall_time_s"] = round(time.monotonic() - started, 2)
+
+
+@dataclass(frozen=True)
+class Verification:
+    run: ExecResult
+    reward: float | None
+    extras: dict[str, Any]
+    why: str
+
+
+def verify(box: Sandbox, check: RewardCheck) -> Verification:
+    """One Harbor verification in `box`: old rewards removed, tests/ in /tests, test.sh run, reward read."""
+    box.exec(f"rm -f {REWARD_TXT} {REWARD_JSON}; mkdir -p /logs/verifier {TESTS_DIR}", timeout=60)
+    for name, data, mode in check.tests:
+        path = f"{TESTS_DIR}/{name}"
+        box.write_file(path, data)
+        box.exec(f"chmod {mode:o} {shlex.quote(path)}", timeout=30)
+    run = box.exec(f"bash {TESTS_DIR}/test.sh", timeout=check.timeout, cwd=box.workdir, env=dict(check.env))
+    if run.timed_out:
+        return Verification(run, None, {}, "timed out")
+    reward, extras, why = read_reward(_read(box, REWARD_TXT), _read(box, REWARD_JSON))
+    return Verification(run, reward, extras, why)
+
+
+def _metric(verification: Verification, goal: Objective) -> float | None:
+    value = verification.extras.get(goal.metric)
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
+
+
+def _calibrate(task: Task, goal: Objective, patch_box: Sandbox, first: Verification,
+               start: Callable[[str], Sandbox], config: GradeConfig, log: Any) -> dict[str, Any]:
+    """The task's metric on the untouched environment, the reference solution and the patch, measured in
+    interleaved rounds here, and the score those anchors give (anchors.py)."""
+    check = task.reward_check
+    assert check is not None
+    if _metric(first, goal) is None:
+        return {"score": None, "reason": f"reward.json has no numeric {goal.metric!r}: the task's anchors stay"}
+    if not task.solution_files:
+        return {"score": None, "reason": "no solution/solve.sh to measure the reference with"}
+    states = {"base": start("base"), "patch": patch_box, "reference": start("reference")}
+    ref = states["reference"]
+    for name, data, mode in task.solution_files:
+        ref.write_file(f"/solution/{name}", data)
+    solved = ref.exec("bash /solution/solve.sh", timeout=task.build_timeout, cwd=ref.workdir)
+    if solved.exit_code != 0:
+        return {"score": None, "reason": f"solution/solve.sh failed: {solved.output.strip()[-300:]}"}
+    cpuset = config.timing_cpuset()
+    if cpuset is not None:  # timing runs share one CPU, one at a time, as the timed tasks' grading does
+        for box in states.values():
+            pin_if_possible(box, cpuset)
+    rounds = config.rounds if goal.scale == "log" else 1  # a count needs no repeats
+    log(f"[{task.id}] anchors: {goal.metric} on base, patch and reference, {rounds} round(s)")
+    values: dict[str, list[float]] = {state: [] for state in states}
+    order = list(states)
+    for warm_up in ("base", "reference"):  # the patch's first verification was its warm-up
+        if _metric(verify(states[warm_up], check), goal) is None:
+            return {"score": None, "reason": f"the {warm_up} run reported no numeric {goal.metric!r}"}
+    for r in range(rounds):
+        for state in order[r % 3:] + order[:r % 3]:  # each state first, middle and last in turn
+            value = _metric(verify(states[state], check), goal)
+            if value is None:
+                return {"score": None, "reason": f"a {state} run reported no numeric {goal.metric!r}"}
+            values[state].append(value)
+    return calibrate(values, goal)
 
 
 def _changed_pins(box: Sandbox, workdir: str, pins: dict[str, str]) -> list[str]:

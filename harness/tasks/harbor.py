@@ -46,6 +46,17 @@ def _memory(env: dict[str, Any], where: str) -> str | None:
     return f"{max(6, int(float(number) * scale))}m"
 
 
+def _clamped_memory(memory: str | None, name: str, warn: Warn) -> str | None:
+    """At most this machine's memory, with a warning when a task asks for more."""
+    if memory is None:
+        return None
+    machine_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 1024 ** 2
+    if int(memory.removesuffix("m")) > machine_mb:
+        warn(f"{name}: it asks for {memory} of memory, this machine has {machine_mb}m: clamped")
+        return f"{machine_mb}m"
+    return memory
+
+
 def _number(table: dict[str, Any], key: str, where: str) -> float | None:
     value = table.get(key)
     if value is None:
@@ -129,7 +140,7 @@ def load_task(folder: Path, warn: Warn) -> Task | None:
         environment=folder / "environment" if not image else None, prebuilt_image=image or None,
         registry_image=image or None, solution_files=_files(solution) if (solution / "solve.sh").is_file() else (),
         agent_timeout=_number(config.get("agent", {}), "timeout_sec", str(toml_path)),
-        cpus=float(cpus) if cpus else None, memory=_memory(env, str(toml_path)),
+        cpus=float(cpus) if cpus else None, memory=_clamped_memory(_memory(env, str(toml_path)), folder.name, warn),
         network="allowed" if env.get("allow_internet") else "none",
     )
 

@@ -1,0 +1,57 @@
+"""Anchored scores (AutoLab's scales) against hand-computed values."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from harness.grader.anchors import Objective, anchored_score, calibrate, objective
+
+TIME = Objective("time_s", lower_is_better=True, scale="log")
+COUNT = Objective("comparisons", lower_is_better=True, scale="linear")
+RATE = Objective("ops_per_s", lower_is_better=False, scale="log")
+SIZE_UP = Objective("coverage", lower_is_better=False, scale="linear")
+
+
+@pytest.mark.parametrize("goal, value, base, ref, expected", [
+    (TIME, 1.0, 1.0, 0.1, 0.0),  # the baseline
+    (TIME, 0.1, 1.0, 0.1, 0.5),  # the reference
+    (TIME, 0.01, 1.0, 0.1, 1.0),  # twice the reference's log gain: the cap
+    (TIME, math.sqrt(0.1), 1.0, 0.1, 0.25),  # half the log gain
+    (TIME, 2.0, 1.0, 0.1, 0.0),  # slower than the baseline
+    (TIME, 0.05, 1.0, 0.1, 0.5 * math.log(20) / math.log(10)),
+    (COUNT, 1000, 1000, 100, 0.0),
+    (COUNT, 100, 1000, 100, 0.5),
+    (COUNT, 550, 1000, 100, 0.25),
+    (COUNT, 0, 1000, 100, 1.0 * 0.5 * 1000 / 900),
+    (COUNT, 1200, 1000, 100, 0.0),
+    (RATE, 400, 100, 200, 1.0),  # higher is better: ratios flipped
+    (RATE, 200, 100, 200, 0.5),
+    (SIZE_UP, 0.75, 0.5, 1.0, 0.25),
+])
+def test_anchored_scores(goal: Objective, value: float, base: float, ref: float, expected: float) -> None:
+    assert anchored_score(value, base, ref, goal) == pytest.approx(min(1.0, expected), abs=1e-12)
+
+
+def test_a_reference_no_better_than_the_baseline_has_no_scale() -> None:
+    with pytest.raises(ValueError, match="no better than the baseline"):
+        anchored_score(0.5, 1.0, 1.0, TIME)
+    out = calibrate({"base": [1.0, 1.0], "reference": [1.2, 1.1], "patch": [0.9, 0.9]}, TIME)
+    assert out["score"] is None and "no better" in out["reason"]
+
+
+def test_calibration_uses_medians_over_rounds() -> None:
+    out = calibrate({"base": [2.0, 1.0, 1.0], "reference": [0.1, 0.1, 0.5], "patch": [0.1, 0.2, 0.1]}, TIME)
+    assert (out["base"], out["reference"], out["patch"]) == (1.0, 0.1, 0.1)
+    assert out["score"] == pytest.approx(0.5) and out["reference_score"] == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("table, expected", [
+    ({"metric": "time_s", "direction": "minimize"}, Objective("time_s", True, "log")),
+    ({"metric": "comparisons", "direction": "minimize"}, Objective("comparisons", True, "linear")),
+    ({"metric": "throughput", "direction": "maximize"}, Objective("throughput", False, "log")),
+    ({"metric": "binary_bytes", "direction": "minimize", "scale": "log"}, Objective("binary_bytes", True, "log")),
+    ({"direction": "minimize"}, None),
+])
+def test_the_objective_comes_from_the_optimization_table(table: dict, expected: Objective | None) -> None:
+    assert objective(table) == expected
