@@ -155,6 +155,12 @@ class RolloutRunner:
             if isinstance(error, SandboxError):
                 raise error
             patch = sandbox.diff()
+            if self.conf.grading.in_place and task.reward_check is not None and self.conf.grade != "none":
+                # Harbor's way, as an option: verify in the agent's own container before it goes
+                from harness.grader.reward import grade_reward
+                report = grade_reward(task, patch, image, self.conf.grading, self.sandboxes, task.id,
+                                      agents_box=sandbox)
+                self.store.save_grading(task.id, live.index, report)
         finally:
             live.sandbox = None
             # Removing a container takes ~0.5 s: the worker goes on to its next rollout meanwhile (a crash or

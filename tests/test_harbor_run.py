@@ -118,3 +118,33 @@ def test_anchors_are_measured_in_the_same_session() -> None:
     assert abs(report["score"] - 0.5) <= 0.05 and report["opt_commit"] == (report["score"] >= 0.5)
     uncalibrated = grade(task, patch, image, GradeConfig(rounds=3, calibrate=False))
     assert "calibration" not in uncalibrated and uncalibrated["score"] == uncalibrated["reward"]
+
+
+def test_grading_in_place_is_an_option_and_recorded(tmp_path: Path) -> None:
+    done = runner("tasks=harbor", f"tasks.path={FIXTURES}", "tasks.ids=[sortcount,wordstats]", "model=oracle",
+                  "scaffold=mini_swe", "rollouts=1", "grading.in_place=true", out=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    path = run_dir(tmp_path)
+    reports = {t: json.loads((path / "grading" / t / "0.json").read_text()) for t in ("sortcount", "wordstats")}
+    assert {t: (r["in_place"], r["status"], r["score"]) for t, r in reports.items()} == \
+        {"sortcount": (True, "passed", 0.5), "wordstats": (True, "passed", 1.0)}
+    assert not containers_of(done.pid)  # type: ignore[attr-defined]
+
+
+def test_a_prebuilt_docker_image_is_used_or_named_in_one_line(tmp_path: Path) -> None:
+    task = _task("wordstats")
+    own = _images([task])[task.id].agent  # stands in for a Terminal-Bench image: any local image with a WORKDIR
+    root = tmp_path / "tasks"
+    shutil.copytree(FIXTURES / "wordstats", root / "prebuilt")
+    shutil.rmtree(root / "prebuilt" / "environment")
+    toml = root / "prebuilt" / "task.toml"
+    toml.write_text(toml.read_text().replace("[environment]", f'[environment]\ndocker_image = "{own}"'))
+    prebuilt = _task("prebuilt", root)
+    images = _images([prebuilt])[prebuilt.id]
+    with DockerSandbox.start(images.agent, client=client()) as box:
+        assert box.workdir == "/app" and box.exec("python3 -c 'import wordstats'").exit_code == 0
+    toml.write_text(toml.read_text().replace(own, "optrunner-tests/absent:never"))
+    done = runner("tasks=harbor", f"tasks.path={root}", out=tmp_path / "out", timeout=300)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert len(lines) == 1 and "optrunner-tests/absent:never" in lines[0] and "pulling" in lines[0], done.stderr

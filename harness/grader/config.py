@@ -14,6 +14,8 @@ from harness.sandbox.interface import SandboxLimits
 
 GRADER_VERSION = "1.1"  # 1.1: paired speedups, patch and expert back to back
 MODES = ("interleaved", "gso")
+# Settings reports gained after grader 1.1, with the value that graded the reports written before them.
+RECORDED_SINCE = {"gso_version": "paper", "calibrate": True, "in_place": False, "success": 0.5}
 STATS = ("paired", "mean", "median")
 
 
@@ -33,6 +35,8 @@ class GradeConfig:
     seed: int = 0
     memory: str = "4g"
     calibrate: bool = True  # reward tasks: measure the metric's anchors on this machine (grader.anchors)
+    in_place: bool = False  # reward tasks: verify in the agent's own container, as Harbor does
+    success: float = 0.5  # reward tasks: the score that counts as solved for Opt@K (0.5 = the reference)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -49,6 +53,8 @@ class GradeConfig:
             raise ValueError(f"p must be in (0, 1], got {self.p}")
         if self.gso_version not in GSO_MIN_SPEEDUP:
             raise ValueError(f"gso_version must be one of {', '.join(GSO_MIN_SPEEDUP)}, got {self.gso_version!r}")
+        if not 0 < self.success <= 1:
+            raise ValueError(f"success must be in (0, 1], got {self.success}")
         if self.bootstrap < 1:
             raise ValueError(f"bootstrap must be at least 1, got {self.bootstrap}")
 
@@ -68,12 +74,13 @@ class GradeConfig:
     def fields(self) -> dict[str, Any]:
         """The settings every report records; a stored report is reused only while they match."""
         return {"timing_mode": self.mode, "rounds": self.rounds, "stat": self.stat, "p": self.p,
-                "gso_version": self.gso_version, "calibrate": self.calibrate, "grader_version": GRADER_VERSION}
+                "gso_version": self.gso_version, "calibrate": self.calibrate, "in_place": self.in_place,
+                "success": self.success, "grader_version": GRADER_VERSION}
 
     def matches(self, report: dict[str, Any], patch_sha256: str | None) -> bool:
         """Whether a stored report graded this patch under these settings. Reports written before
-        `gso_version` existed were graded with the paper's threshold (and before `calibrate`, as if on)."""
-        recorded = {**report, "gso_version": report.get("gso_version", "paper"),
-                    "calibrate": report.get("calibrate", True)}
+        `gso_version` existed were graded with the paper's threshold; the later settings' defaults are what
+        graded before they existed (RECORDED_SINCE)."""
+        recorded = {**{k: report.get(k, v) for k, v in RECORDED_SINCE.items()}, **report}
         wanted = {"patch_sha256": patch_sha256, **self.fields()}
         return all(recorded.get(k) == v for k, v in wanted.items())

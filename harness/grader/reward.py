@@ -14,8 +14,9 @@ session as the patch, in interleaved rounds, and the score recomputed with them 
 
 Report: GSO's status keys where they apply (`status`, `reason`, `patch_successfully_applied`), the
 task's own `reward`, the `score` (the calibrated one when there is one, `score_source` says which) and
-`opt_commit` = the score reaches the success threshold (0.5, the reference), so Opt@K, Avg@k, Best@k
-and Dominance come from the same summary as for timing tasks.
+`opt_commit` = the score reaches `grading.success` (0.5: the reference), so Opt@K, Avg@k, Best@k and
+Dominance come from the same summary as for timing tasks. `grading.in_place` verifies in the agent's own
+container instead, as Harbor does (recorded as `in_place` in the report).
 """
 from __future__ import annotations
 
@@ -36,7 +37,6 @@ from harness.tasks.task import RewardCheck, Task
 
 TESTS_DIR = "/tests"
 REWARD_TXT, REWARD_JSON = "/logs/verifier/reward.txt", "/logs/verifier/reward.json"
-SUCCESS = 0.5  # AutoLab's anchor: the reference solution scores 0.5 on log-stretch tasks
 HASH_PINS = ("cd {workdir} && for f in {files}; do "
              'if [ -f "$f" ]; then sha256sum "$f"; else echo "missing  $f"; fi; done')
 
@@ -78,8 +78,10 @@ def _read(box: Sandbox, path: str) -> str | None:
 
 
 def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig, sandboxes: SandboxProvider,
-                 instance_id: str | None = None, log: Any = lambda _m: None) -> dict[str, Any]:
-    """Grade one patch of a reward task; always returns a report."""
+                 instance_id: str | None = None, log: Any = lambda _m: None,
+                 agents_box: Sandbox | None = None) -> dict[str, Any]:
+    """Grade one patch of a reward task; always returns a report. With `agents_box` (grading.in_place), the
+    verifier runs in the agent's own container, as Harbor does, instead of a fresh one with the patch."""
     check = task.reward_check
     assert check is not None
     started = time.monotonic()
@@ -87,7 +89,7 @@ def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig,
         "instance_id": instance_id or task.id, "patch_is_None": patch is None,
         "patch_exists": bool(patch and patch.strip()), "base_successfully_run": True,
         "patch_successfully_applied": False, "test_passed": False, "opt_base": False, "opt_commit": False,
-        "score": 0.0, "reward": None, "reward_extras": {}, "verifier": "reward", "success_threshold": SUCCESS,
+        "score": 0.0, "reward": None, "reward_extras": {}, "verifier": "reward",
         "patch_sha256": patch_sha256(patch), **config.fields(),
     }
     boxes: list[Sandbox] = []
@@ -102,12 +104,16 @@ def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig,
         if not report["patch_exists"]:
             report.update(status="empty_patch", reason="the patch is empty")
             return report
-        box = start("patch")
-        box.write_file(PATCH_PATH, patch if patch.endswith("\n") else patch + "\n")  # type: ignore[union-attr]
-        applied = box.exec(f"git apply --binary --whitespace=nowarn {PATCH_PATH}", timeout=300, cwd=box.workdir)
-        if applied.exit_code != 0:
-            report.update(status="patch_failed", reason=f"git apply failed: {applied.output.strip()[-600:]}")
-            return report
+        if agents_box is not None:
+            box = agents_box
+        else:
+            box = start("patch")
+            box.write_file(PATCH_PATH, patch if patch.endswith("\n") else patch + "\n")  # type: ignore[union-attr]
+            applied = box.exec(f"git apply --binary --whitespace=nowarn {PATCH_PATH}", timeout=300,
+                               cwd=box.workdir)
+            if applied.exit_code != 0:
+                report.update(status="patch_failed", reason=f"git apply failed: {applied.output.strip()[-600:]}")
+                return report
         report["patch_successfully_applied"] = True
         changed = _changed_pins(box, box.workdir, box.pins)
         if changed:
@@ -126,14 +132,15 @@ def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig,
             report.update(status="no_reward", reason=first.why)
             return report
         report.update(status="passed", reason="", reward=first.reward, score=first.reward, test_passed=True,
-                      opt_base=first.reward > 0, opt_commit=first.reward >= SUCCESS, score_source="reward")
+                      opt_base=first.reward > 0, opt_commit=first.reward >= config.success, score_source="reward")
         goal = objective(dict(check.optimization))
         if goal is not None and config.calibrate:
             calibration = _calibrate(task, goal, box, first, start, config, log)
             report["calibration"] = calibration
             if calibration.get("score") is not None:
                 score = calibration["score"]
-                report.update(score=score, score_source="calibrated", opt_base=score > 0, opt_commit=score >= SUCCESS)
+                report.update(score=score, score_source="calibrated", opt_base=score > 0,
+                              opt_commit=score >= config.success)
         return report
     except SandboxError as err:
         report.update(status="error", reason=str(err))
