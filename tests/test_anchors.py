@@ -44,6 +44,19 @@ def test_calibration_uses_medians_over_rounds() -> None:
     out = calibrate({"base": [2.0, 1.0, 1.0], "reference": [0.1, 0.1, 0.5], "patch": [0.1, 0.2, 0.1]}, TIME)
     assert (out["base"], out["reference"], out["patch"]) == (1.0, 0.1, 0.1)
     assert out["score"] == pytest.approx(0.5) and out["reference_score"] == pytest.approx(0.5)
+    assert out["reaches_reference"]
+
+
+@pytest.mark.parametrize("patch, goal, reaches", [
+    (0.105, TIME, True),  # 0.1 / 0.105 = 0.952: within GSO's p = 0.95 of the reference
+    (0.106, TIME, False),  # 0.943
+    (94, COUNT, True), (110, COUNT, False),
+    (190, RATE, True), (189, RATE, False),  # higher is better: 190 / 200 = 0.95
+])
+def test_reaching_the_reference_allows_gsos_tolerance(patch: float, goal: Objective, reaches: bool) -> None:
+    base, ref = {TIME: (1.0, 0.1), COUNT: (1000, 100), RATE: (100, 200)}[goal]
+    out = calibrate({"base": [base], "reference": [ref], "patch": [patch]}, goal, p=0.95)
+    assert out["reaches_reference"] is reaches
 
 
 @pytest.mark.parametrize("table, expected", [
@@ -55,3 +68,11 @@ def test_calibration_uses_medians_over_rounds() -> None:
 ])
 def test_the_objective_comes_from_the_optimization_table(table: dict, expected: Objective | None) -> None:
     assert objective(table) == expected
+
+
+def test_one_slow_round_does_not_decide_reaching_the_reference() -> None:
+    rounds = {"base": [1.7, 1.7, 1.7], "reference": [0.0154, 0.0153, 0.0155], "patch": [0.0215, 0.0156, 0.0154]}
+    out = calibrate(rounds, TIME, p=0.95)
+    assert out["reaches_reference"] and out["reference_ratio"] == pytest.approx(0.0153 / 0.0156)
+    zero = calibrate({"base": [10], "reference": [2], "patch": [0]}, COUNT)
+    assert zero["reaches_reference"] and zero["score"] == pytest.approx(0.5 * 10 / 8)

@@ -60,13 +60,24 @@ def anchored_score(value: float, base: float, reference: float, goal: Objective)
     return max(0.0, min(1.0, 0.5 * gain / span))
 
 
-def calibrate(rounds: Mapping[str, Sequence[float]], goal: Objective) -> dict[str, Any]:
+def _ratio(a: float, b: float) -> float:
+    return a / b if b else (math.inf if a else 1.0)
+
+
+def calibrate(rounds: Mapping[str, Sequence[float]], goal: Objective, p: float = 0.95) -> dict[str, Any]:
     """The calibrated score from the metric's values per state and round (base, reference, patch):
-    anchors and the patch's value are medians over rounds."""
+    anchors and the patch's value are medians over rounds. `reaches_reference`: the patch's metric is
+    within a factor `p` of the reference's (GSO's Opt_p, p = 0.95), so noise does not decide it; the
+    factor is the median of each round's ratio (the two ran back to back), as the timed grader pairs them."""
     med = {state: float(np.median(values)) for state, values in rounds.items()}
     out: dict[str, Any] = {"metric": goal.metric, "scale": goal.scale, "lower_is_better": goal.lower_is_better,
                            "rounds": {k: list(v) for k, v in rounds.items()}, "base": med["base"],
                            "reference": med["reference"], "patch": med["patch"]}
+    pairs = list(zip(rounds["reference"], rounds["patch"]))
+    ratios = [_ratio(r, x) if goal.lower_is_better else _ratio(x, r) for r, x in pairs]
+    ratio = float(np.median(ratios)) if ratios else math.nan
+    out["reference_ratio"] = ratio
+    out["reaches_reference"] = bool(ratio >= p) if not math.isnan(ratio) else med["patch"] == med["reference"]
     try:
         out["score"] = anchored_score(med["patch"], med["base"], med["reference"], goal)
         out["reference_score"] = anchored_score(med["reference"], med["base"], med["reference"], goal)

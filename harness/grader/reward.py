@@ -14,8 +14,9 @@ session as the patch, in interleaved rounds, and the score recomputed with them 
 
 Report: GSO's status keys where they apply (`status`, `reason`, `patch_successfully_applied`), the
 task's own `reward`, the `score` (the calibrated one when there is one, `score_source` says which) and
-`opt_commit` = the score reaches `grading.success` (0.5: the reference), so Opt@K, Avg@k, Best@k and
-Dominance come from the same summary as for timing tasks. `grading.in_place` verifies in the agent's own
+`opt_commit` = the patch reaches the reference: its measured metric within `grading.p` (0.95) of the
+reference's when calibrated (GSO's Opt_p), else a reward of at least `grading.success` (0.5: the
+reference's); so Opt@K, Avg@k, Best@k and Dominance come from the same summary as for timing tasks. `grading.in_place` verifies in the agent's own
 container instead, as Harbor does (recorded as `in_place` in the report).
 """
 from __future__ import annotations
@@ -140,7 +141,7 @@ def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig,
             if calibration.get("score") is not None:
                 score = calibration["score"]
                 report.update(score=score, score_source="calibrated", opt_base=score > 0,
-                              opt_commit=score >= config.success)
+                              opt_commit=calibration["reaches_reference"])
         return report
     except SandboxError as err:
         report.update(status="error", reason=str(err))
@@ -203,20 +204,23 @@ def _calibrate(task: Task, goal: Objective, patch_box: Sandbox, first: Verificat
     if cpuset is not None:  # timing runs share one CPU, one at a time, as the timed tasks' grading does
         for box in states.values():
             pin_if_possible(box, cpuset)
-    rounds = config.rounds if goal.scale == "log" else 1  # a count needs no repeats
+    # a count needs no repeats; a time at least 3, so that one slow run cannot move a median
+    rounds = max(3, config.rounds) if goal.scale == "log" else 1
     log(f"[{task.id}] anchors: {goal.metric} on base, patch and reference, {rounds} round(s)")
     values: dict[str, list[float]] = {state: [] for state in states}
-    order = list(states)
+    # rotations that keep the patch and the reference back to back, each state first and last in turn
+    orders = (("base", "patch", "reference"), ("patch", "reference", "base"), ("base", "reference", "patch"),
+              ("reference", "patch", "base"))
     for warm_up in ("base", "reference"):  # the patch's first verification was its warm-up
         if _metric(verify(states[warm_up], check), goal) is None:
             return {"score": None, "reason": f"the {warm_up} run reported no numeric {goal.metric!r}"}
     for r in range(rounds):
-        for state in order[r % 3:] + order[:r % 3]:  # each state first, middle and last in turn
+        for state in orders[r % len(orders)]:
             value = _metric(verify(states[state], check), goal)
             if value is None:
                 return {"score": None, "reason": f"a {state} run reported no numeric {goal.metric!r}"}
             values[state].append(value)
-    return calibrate(values, goal)
+    return calibrate(values, goal, config.p)
 
 
 def _changed_pins(box: Sandbox, workdir: str, pins: dict[str, str]) -> list[str]:
