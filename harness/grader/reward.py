@@ -16,8 +16,9 @@ Report: GSO's status keys where they apply (`status`, `reason`, `patch_successfu
 task's own `reward`, the `score` (the calibrated one when there is one, `score_source` says which) and
 `opt_commit` = the patch reaches the reference: its measured metric within `grading.p` (0.95) of the
 reference's when calibrated (GSO's Opt_p), else a reward of at least `grading.success` (0.5: the
-reference's); so Opt@K, Avg@k, Best@k and Dominance come from the same summary as for timing tasks. `grading.in_place` verifies in the agent's own
-container instead, as Harbor does (recorded as `in_place` in the report).
+reference's); so Opt@K, Avg@k, Best@k and Dominance come from the same summary as for timing tasks.
+`grading.in_place` verifies in the agent's own container instead, as Harbor does (recorded as
+`in_place` in the report).
 """
 from __future__ import annotations
 
