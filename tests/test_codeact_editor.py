@@ -102,3 +102,18 @@ def test_output_is_clipped(editor: Editor, box: DockerSandbox) -> None:
     box.write_file("/tmp/big.txt", "".join(f"{i} {'x' * 60}\n" for i in range(2000)))
     out = edit(editor, command="view", path="/tmp/big.txt")
     assert len(out) < 16_400 and "<response clipped>" in out and out.startswith("Contents of /tmp/big.txt")
+
+
+def test_a_symlink_is_edited_through_its_target_and_os_errors_are_tool_errors(editor: Editor,
+                                                                             box: DockerSandbox) -> None:
+    box.write_file("/tmp/s/real.txt", "alpha\nbeta\n")
+    box.exec("ln -sf /tmp/s/real.txt /tmp/s/link.txt && ln -sf /tmp/s/nowhere /tmp/s/dangling")
+    assert edit(editor, command="view", path="/tmp/s/link.txt").endswith("     1\talpha\n     2\tbeta")
+    assert "Edited /tmp/s/real.txt" in edit(editor, command="str_replace", path="/tmp/s/link.txt",
+                                           old_str="beta", new_str="gamma")
+    assert box.read_file("/tmp/s/real.txt") == b"alpha\ngamma\n"  # the target changed, the link is a link
+    assert box.exec("test -L /tmp/s/link.txt").exit_code == 0
+    assert "Undid the last edit" in edit(editor, command="undo_edit", path="/tmp/s/link.txt")
+    assert box.read_file("/tmp/s/real.txt") == b"alpha\nbeta\n"
+    with pytest.raises(ToolError, match="does not exist"):  # a link to nothing
+        edit(editor, command="view", path="/tmp/s/dangling")

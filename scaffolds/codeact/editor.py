@@ -40,14 +40,19 @@ class Editor:
     history: dict[str, list[str | None]] = field(default_factory=dict)  # None: the file did not exist
 
     def __call__(self, args: dict[str, Any]) -> str:
+        try:
+            return self._run(args)
+        except OSError as err:  # anything the file system refuses is the model's to see, not the episode's end
+            raise ToolError(f"`{args['path']}`: {err.strerror or type(err).__name__}") from None
+
+    def _run(self, args: dict[str, Any]) -> str:
         command, path = args["command"], args["path"]
         if not path.startswith("/"):
             suggestion = posixpath.join(self.workdir, path)
             raise ToolError(f"The path `{path}` is not absolute: it must start with `/`. Did you mean {suggestion}?")
-        path = posixpath.normpath(path)
+        kind, mode, path = self._kind(posixpath.normpath(path))  # a symlink is edited through its target
         if command == "undo_edit":
             return self._clip(self.undo(path))
-        kind, mode = self._kind(path)
         if command == "create":
             if kind != "none":
                 raise ToolError(f"`{path}` already exists; `create` never overwrites. Edit it with `str_replace` "
@@ -139,7 +144,7 @@ class Editor:
         if previous is None:  # the last edit created the file
             self._exec(f"rm -f {shlex.quote(path)}")
             return f"Undid the creation of {path}: the file is removed."
-        kind, mode = self._kind(path)
+        kind, mode, _real = self._kind(path)
         self.sandbox.write_file(path, previous)
         self._fix_mode(path, mode)
         return f"Undid the last edit of {path}. It now reads:\n{numbered(chr(10).join(_lines(previous)))}"
@@ -153,12 +158,15 @@ class Editor:
         return (f"Edited {path}. Lines {start}-{end} now read:\n{snippet}\n"
                 "Check that the change is what you intended; edit again if it is not.")
 
-    def _kind(self, path: str) -> tuple[str, str]:
-        """("dir" | "file" | "none", octal mode) in one round trip."""
+    def _kind(self, path: str) -> tuple[str, str, str]:
+        """("dir" | "file" | "none", octal mode, the path with symlinks resolved) in one round trip."""
         q = shlex.quote(path)
-        out = self._exec(f"if [ -d {q} ]; then echo dir; elif [ -e {q} ]; then echo file $(stat -c %a {q}); "
-                         "else echo none; fi").split()
-        return (out[0] if out else "none"), (out[1] if len(out) > 1 else "644")
+        out = self._exec(f"r=$(readlink -m -- {q}); if [ -d \"$r\" ]; then echo dir; elif [ -e \"$r\" ]; "
+                         "then echo file $(stat -c %a \"$r\"); else echo none; fi; printf '%s\\n' \"$r\"")
+        lines = out.splitlines()
+        words = lines[-2].split() if len(lines) >= 2 else []
+        real = lines[-1].strip() if lines and lines[-1].startswith("/") else path
+        return (words[0] if words else "none"), (words[1] if len(words) > 1 else "644"), real
 
     def _read_text(self, path: str) -> str:
         try:
