@@ -19,6 +19,7 @@ from collections.abc import Mapping
 
 import docker
 import docker.errors
+from docker.utils import parse_repository_tag
 
 from harness.sandbox.docker.containers import LABEL
 from harness.sandbox.docker.images import (Progress, commit_image, content_hash, image_exists, run_step,
@@ -101,8 +102,9 @@ def _resolve(client: docker.DockerClient, image: str, base: str, base_map: Mappi
         return base_map[image]
     if image_exists(client, image):
         return image
-    try:
-        client.images.pull(image)
+    name, tag = parse_repository_tag(image)
+    try:  # with no tag, docker-py would pull every tag of the repository
+        client.images.pull(name, tag=tag or "latest")
         return image
     except docker.errors.APIError:
         pass

@@ -6,6 +6,7 @@ import time
 
 import docker
 import docker.errors
+from docker.utils import parse_repository_tag
 
 from harness.sandbox.docker.images import Progress, image_exists
 from harness.tasks.task import Task
@@ -32,12 +33,12 @@ def find_or_pull(client: docker.DockerClient, task: Task, progress: Progress = p
 
 def _pull(client: docker.DockerClient, name: str, progress: Progress) -> None:
     """`docker pull` through the engine's API, reporting the downloaded size every few seconds."""
-    repository, _, tag = name.rpartition(":") if ":" in name.rsplit("/", 1)[-1] else (name, "", "latest")
+    repository, tag = parse_repository_tag(name)
     progress(f"pulling {name}")
     layers: dict[str, tuple[int, int]] = {}
     last = time.monotonic()
     try:
-        for event in client.api.pull(repository, tag=tag, stream=True, decode=True):
+        for event in client.api.pull(repository, tag=tag or "latest", stream=True, decode=True):
             if "error" in event:
                 raise NotAvailable(f"pulling {name} failed: {str(event['error']).splitlines()[0][:200]}")
             detail = event.get("progressDetail") or {}
