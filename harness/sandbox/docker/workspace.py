@@ -10,6 +10,7 @@ to check before it verifies.
 from __future__ import annotations
 
 import json
+import posixpath
 import shlex
 
 import docker
@@ -35,19 +36,10 @@ git add -A -f .
 git commit -q --allow-empty -m 'task environment'
 git rev-parse HEAD
 """
-# Pinned files: every file whose working-directory path or name matches a glob, with its hash.
-PINS = """cd {workdir} && python3 - {globs} <<'PY' 2>/dev/null || true
-import fnmatch, hashlib, json, os, sys
-out = {{}}
-for root, dirs, files in os.walk("."):
-    dirs[:] = [d for d in dirs if d not in (".git", "node_modules", "__pycache__")]
-    for name in files:
-        path = os.path.normpath(os.path.join(root, name))
-        if any(fnmatch.fnmatch(path, g) or fnmatch.fnmatch(name, g) for g in sys.argv[1:]):
-            out[path] = hashlib.sha256(open(path, "rb").read()).hexdigest()
-print("optrunner-pins " + json.dumps(out, sort_keys=True))
-PY
-"""
+# Pinned files: every file whose working-directory path or name matches a glob, with its hash (find and
+# sha256sum only, so images without python work too).
+PINS = """cd {workdir} && find . \\( -name .git -o -name node_modules -o -name __pycache__ \\) -prune \\
+  -o -type f \\( {tests} \\) -print0 | xargs -0 -r sha256sum; echo optrunner-pins-done"""
 
 
 def workdir_of(client: docker.DockerClient, image: str) -> str:
@@ -74,12 +66,14 @@ def ensure_workspace_image(client: docker.DockerClient, task: Task, image: str, 
                        env=GIT_ENV).strip().splitlines()[-1]
         pins: dict[str, str] = {}
         if pinned:
-            out = run_step(container, PINS.format(workdir=shlex.quote(workdir),
-                                                  globs=" ".join(shlex.quote(g) for g in pinned)), what)
-            line = next((ln for ln in out.splitlines() if ln.startswith("optrunner-pins ")), None)
-            if line is None:
-                raise ImageBuildError(f"{what}: could not hash the pinned files (the image needs python3)")
-            pins = json.loads(line.removeprefix("optrunner-pins "))
+            tests = " -o ".join(f"-name {shlex.quote(g)} -o -path {shlex.quote('./' + g)}" for g in pinned)
+            out = run_step(container, PINS.format(workdir=shlex.quote(workdir), tests=tests), what)
+            if "optrunner-pins-done" not in out:
+                raise ImageBuildError(f"{what}: could not hash the pinned files (find, sha256sum): {out[-300:]}")
+            for line in out.splitlines():
+                digest, sep, path = line.partition("  ")
+                if sep and len(digest) == 64:
+                    pins[posixpath.normpath(path)] = digest
         commit_image(container, tag, {}, {LABEL: "task", "optrunner.task": task.id, BASE_COMMIT_LABEL: sha,
                                           WORKDIR_LABEL: workdir, GIT_DIR_LABEL: GIT_DIR,
                                           PINS_LABEL: json.dumps(pins, sort_keys=True)}, workdir=workdir)
