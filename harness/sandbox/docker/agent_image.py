@@ -17,8 +17,9 @@ import shlex
 import docker
 
 from harness.sandbox.docker.containers import LABEL
-from harness.sandbox.docker.images import (BASE_COMMIT_LABEL, DEFAULT_PATH, RECIPE_VERSION, VENV, Progress,
-                                           commit_image, content_hash, image_exists, run_step, scratch_container)
+from harness.sandbox.docker.images import (BASE_COMMIT_LABEL, DEFAULT_PATH, RECIPE_VERSION, Progress,
+                                           activate_venv, commit_image, content_hash, image_exists, run_step,
+                                           scratch_container)
 from harness.sandbox.interface import ImageBuildError
 from harness.tasks.task import Task
 
@@ -42,8 +43,8 @@ git rev-parse HEAD
 
 
 def agent_image_tag(task: Task, grading_image_id: str) -> str:
-    digest = content_hash(RECIPE_VERSION.encode(), grading_image_id.encode(), "\n".join(task.agent_hides).encode(),
-                     CUT_HISTORY.encode())
+    digest = content_hash(RECIPE_VERSION.encode(), grading_image_id.encode(),
+                          "\n".join(task.agent_hides).encode(), CUT_HISTORY.encode())
     return f"optrunner/agent-{task.id.lower()}:{digest}"
 
 
@@ -67,15 +68,10 @@ def ensure_agent_image(client: docker.DockerClient, task: Task, grading: str, pr
                 "|| true", what):
             raise ImageBuildError(f"{what}: the expert's commit {task.opt_commit[:12]} is still reachable")
         image_env = dict(item.partition("=")[::2] for item in image.attrs["Config"].get("Env") or [])
-        env = {}
-        if "optrunner-venv" in run_step(container, f"test -x {VENV}/bin/python && echo optrunner-venv || true", what):
-            path = image_env.get("PATH", DEFAULT_PATH)
-            env = {"VIRTUAL_ENV": VENV, "PATH": f"{VENV}/bin:{path}"}
-            run_step(container, f"mkdir -p /etc/profile.d && printf 'export VIRTUAL_ENV={VENV}\\n"
-                      f"export PATH={VENV}/bin:$PATH\\n' > /etc/profile.d/zz-task-venv.sh", what)
-            # GSO's relative `source .venv/bin/activate` in .bashrc fails outside /testbed: the above replaces it
+        env = activate_venv(container, what, image_env.get("PATH", DEFAULT_PATH))
+        if env:  # GSO's relative `source .venv/bin/activate` in .bashrc fails outside /testbed: replaced above
             run_step(container, "if [ -f /root/.bashrc ]; then sed -i 's|^source .venv/bin/activate|# &|' "
-                      "/root/.bashrc; fi", what)
+                     "/root/.bashrc; fi", what)
         commit_image(container, tag, env, {LABEL: "agent", "optrunner.task": task.id, BASE_COMMIT_LABEL: head})
     finally:
         container.remove(force=True)

@@ -92,7 +92,7 @@ def image_exists(client: docker.DockerClient, tag: str) -> bool:
 
 
 def run_step(container: Container, cmd: str, what: str, env: dict[str, str] | None = None,
-              workdir: str = "/") -> str:
+             workdir: str = "/") -> str:
     code, out = container.exec_run(["bash", "-lc", cmd], environment=env, workdir=workdir)
     text = out.decode("utf-8", errors="replace") if out else ""
     if code != 0:
@@ -130,7 +130,7 @@ def ensure_base_image(client: docker.DockerClient, spec: BaseImageSpec, progress
     container = scratch_container(client, root, network=False)
     try:
         run_step(container, "git config --system init.defaultBranch main && mkdir -p /testbed /workspace",
-                  "base image")
+                 "base image")
         commit_image(container, tag, spec.env, {LABEL: "base"})
     finally:
         container.remove(force=True)
@@ -151,8 +151,8 @@ def _root_from_registry(client: docker.DockerClient, spec: BaseImageSpec, progre
     try:
         progress(f"base image: apt-get install {' '.join(spec.packages)}")
         run_step(container, "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "
-                  f"--no-install-recommends {' '.join(spec.packages)} && rm -rf /var/lib/apt/lists/*",
-                  "base image")
+                 f"--no-install-recommends {' '.join(spec.packages)} && rm -rf /var/lib/apt/lists/*",
+                 "base image")
         commit_image(container, root_tag, {}, {LABEL: "root"})
     finally:
         container.remove(force=True)
@@ -233,25 +233,30 @@ def ensure_task_image(client: docker.DockerClient, task: Task, base_tag: str, pr
             container.put_archive("/testbed", _repo_tar(task))
             # One fresh commit of the tree: no history, so no later commit is reachable from the image.
             sha = run_step(container, "git init -q && git add -A && git commit -q -m 'base commit' && "
-                            "git rev-parse HEAD", f"task {task.id}: git init", env=GIT_ENV, workdir="/testbed")
+                           "git rev-parse HEAD", f"task {task.id}: git init", env=GIT_ENV, workdir="/testbed")
         for kind, commands in (("setup", task.setup_commands), ("install", task.install_steps)):
             for cmd in commands:
                 progress(f"[{task.id}] {kind}: {cmd.splitlines()[0]}{' ...' if chr(10) in cmd else ''}")
                 run_step(container, cmd, f"task {task.id}: {kind} command", workdir="/testbed")
-        env = {}
-        if not task.base_commit and "optrunner-venv" in run_step(
-                container, f"test -x {VENV}/bin/python && echo optrunner-venv || true", "venv check"):
-            # The task's virtualenv is every shell's python: login shells (/etc/profile resets PATH) too.
-            # (Images with history are for grading; their agent layer activates the venv.)
-            env = {"VIRTUAL_ENV": VENV, "PATH": f"{VENV}/bin:{DEFAULT_PATH}"}
-            run_step(container, f"printf 'export VIRTUAL_ENV={VENV}\\nexport PATH={VENV}/bin:$PATH\\n' "
-                      "> /etc/profile.d/zz-task-venv.sh", f"task {task.id}: venv activation")
+        # (Images with history are for grading; their agent layer activates the venv.)
+        env = {} if task.base_commit else activate_venv(container, f"task {task.id}: venv activation")
         commit_image(container, tag, env, {LABEL: "task", "optrunner.task": task.id,
-                                      BASE_COMMIT_LABEL: sha.strip().splitlines()[-1]})
+                                           BASE_COMMIT_LABEL: sha.strip().splitlines()[-1]})
     finally:
         container.remove(force=True)
     progress(f"[{task.id}] ready")
     return tag
+
+
+def activate_venv(container: Container, what: str, path: str = DEFAULT_PATH) -> dict[str, str]:
+    """Make the task's virtualenv, if it has one, every shell's python: the image ENV to commit (returned,
+    with `path` after the venv) and /etc/profile.d for login shells (/etc/profile resets PATH)."""
+    # (login shells may print errors of an image's profile scripts: look for a token, not for output)
+    if "optrunner-venv" not in run_step(container, f"test -x {VENV}/bin/python && echo optrunner-venv || true", what):
+        return {}
+    run_step(container, f"mkdir -p /etc/profile.d && printf 'export VIRTUAL_ENV={VENV}\\n"
+             f"export PATH={VENV}/bin:$PATH\\n' > /etc/profile.d/zz-task-venv.sh", what)
+    return {"VIRTUAL_ENV": VENV, "PATH": f"{VENV}/bin:{path}"}
 
 
 def _checkout_history(container: Container, task: Task) -> str:
@@ -261,8 +266,8 @@ def _checkout_history(container: Container, task: Task) -> str:
         archive.seek(0)
         container.put_archive("/", archive)
     return run_step(container, "git clone -q --no-checkout /.optrunner-mirror.git /testbed && cd /testbed && "
-                     f"git checkout -q --detach {task.base_commit} && git remote remove origin && "
-                     "rm -rf /.optrunner-mirror.git && git rev-parse HEAD", f"task {task.id}: clone", env=GIT_ENV)
+                    f"git checkout -q --detach {task.base_commit} && git remote remove origin && "
+                    "rm -rf /.optrunner-mirror.git && git rev-parse HEAD", f"task {task.id}: clone", env=GIT_ENV)
 
 
 def base_commit_of(client: docker.DockerClient, tag: str) -> str:
