@@ -19,11 +19,11 @@ from collections.abc import Mapping
 
 import docker
 import docker.errors
-from docker.utils import parse_repository_tag
 
 from harness.sandbox.docker.containers import LABEL
 from harness.sandbox.docker.images import (Progress, commit_image, content_hash, image_exists, run_step,
                                            scratch_container)
+from harness.sandbox.docker.prebuilt import NotAvailable, pull
 from harness.sandbox.interface import ImageBuildError
 from harness.tasks.task import Task
 
@@ -102,11 +102,10 @@ def _resolve(client: docker.DockerClient, image: str, base: str, base_map: Mappi
         return base_map[image]
     if image_exists(client, image):
         return image
-    name, tag = parse_repository_tag(image)
-    try:  # with no tag, docker-py would pull every tag of the repository
-        client.images.pull(name, tag=tag or "latest")
+    try:
+        pull(client, image, progress)
         return image
-    except docker.errors.APIError:
+    except NotAvailable:
         pass
     family = _family(image)
     if family not in FAMILIES:

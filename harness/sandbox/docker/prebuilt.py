@@ -25,13 +25,14 @@ def find_or_pull(client: docker.DockerClient, task: Task, progress: Progress = p
         return local
     if not task.registry_image:
         raise NotAvailable(f"{local} is not present and no registry is named")
-    _pull(client, task.registry_image, progress)
-    repository, _, tag = local.rpartition(":")
-    client.images.get(task.registry_image).tag(repository, tag)
+    pull(client, task.registry_image, progress)
+    if task.registry_image != local:  # GSO's harness keys a pulled image by its local name
+        repository, tag = parse_repository_tag(local)
+        client.images.get(task.registry_image).tag(repository, tag or "latest")
     return local
 
 
-def _pull(client: docker.DockerClient, name: str, progress: Progress) -> None:
+def pull(client: docker.DockerClient, name: str, progress: Progress) -> None:
     """`docker pull` through the engine's API, reporting the downloaded size every few seconds."""
     repository, tag = parse_repository_tag(name)
     progress(f"pulling {name}")
