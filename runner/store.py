@@ -151,10 +151,7 @@ class RunStore:
             predictions = {r.instance_id: {"model_patch": r.patch or "", "model_name_or_path": model_name}
                            for r in mine}
             reports = {r.instance_id: report for r in mine
-                       if (report := self.grading(r.instance_id, index)) is not None
-                       and report.get("verifier") != "reward"}  # GSO's shapes are for timed tasks
-            if not reports:
-                continue
+                       if (report := self.grading(r.instance_id, index)) is not None}
             write_gso_layout(self.root / "gso", f"rollout_{index}", predictions, reports, task_ids)
 
     def write_predictions(self, records: list[ResultRecord], model_name: str, rollouts: int) -> None:

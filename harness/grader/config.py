@@ -77,6 +77,14 @@ class GradeConfig:
                 "gso_version": self.gso_version, "calibrate": self.calibrate, "in_place": self.in_place,
                 "success": self.success, "grader_version": GRADER_VERSION}
 
+    def new_report(self, instance_id: str, patch: str | None, **keys: Any) -> dict[str, Any]:
+        """A report before grading: which patch, GSO's outcome flags all false, a grader's own `keys`, then
+        these settings (the key order every report has)."""
+        return {"instance_id": instance_id, "patch_is_None": patch is None,
+                "patch_exists": bool(patch and patch.strip()), "base_successfully_run": False,
+                "patch_successfully_applied": False, "test_passed": False, "opt_base": False, "opt_commit": False,
+                **keys, "patch_sha256": patch_sha256(patch), **self.fields()}
+
     def matches(self, report: dict[str, Any], patch_sha256: str | None) -> bool:
         """Whether a stored report graded this patch under these settings. Reports written before
         `gso_version` existed were graded with the paper's threshold; the later settings' defaults are what

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from harness import metrics
-from harness.grader.config import GradeConfig, patch_sha256
+from harness.grader.config import GradeConfig
 from harness.grader.states import CodeState, StepFailed, Stop, copy_references, prepare_state, reason_of, \
     run_test_script
 from harness.grader.timing import RATIOS, Log, bootstrap, estimates, straddles, time_rounds
@@ -40,13 +40,8 @@ def grade(task: Task, patch: str | None, image: str, config: GradeConfig | None 
         from harness.grader.reward import grade_reward
         return grade_reward(task, patch, image, config, sandboxes, instance_id, log)
     started = time.monotonic()
-    report: dict[str, Any] = {
-        "instance_id": instance_id or task.id, "patch_is_None": patch is None,
-        "patch_exists": bool(patch and patch.strip()), "base_successfully_run": False,
-        "patch_successfully_applied": False, "test_passed": False, "opt_base": False, "opt_commit": False,
-        "base_times": [], "patch_times": [], "commit_times": [], "opt_stats": {}, "score": 0.0,
-        "patch_sha256": patch_sha256(patch), **config.fields(),
-    }
+    report = config.new_report(instance_id or task.id, patch, base_times=[], patch_times=[], commit_times=[],
+                               opt_stats={}, score=0.0)
     boxes: list[Sandbox] = []
     try:
         if not report["patch_exists"]:

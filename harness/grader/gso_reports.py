@@ -112,15 +112,21 @@ def run_report(instance_ids: list[str], predictions: Mapping[str, Mapping[str, A
 
 
 def write_gso_layout(root: Path, run_id: str, predictions: Mapping[str, Mapping[str, Any]],
-                     reports: Mapping[str, Mapping[str, Any]], instance_ids: list[str]) -> Path:
+                     reports: Mapping[str, Mapping[str, Any]], instance_ids: list[str]) -> Path | None:
     """GSO's log layout for one rollout: logs/run_evaluation/<run_id>/<model>/<id>/report.json and the run
-    report <model>.<run_id>.report.json beside them; returns the run report's path."""
+    report <model>.<run_id>.report.json beside them; returns the run report's path. Reward tasks (Harbor)
+    have no place in GSO's shapes and are left out; None (nothing written) when no other report is left."""
+    rewarded = {iid for iid, report in reports.items() if report.get("verifier") == "reward"}
+    if not set(reports) - rewarded:
+        return None
+    predictions = {iid: p for iid, p in predictions.items() if iid not in rewarded}
+    instance_ids = [iid for iid in instance_ids if iid not in rewarded]
     first = next(iter(predictions.values()), {})
     model = str(first.get("model_name_or_path") or "None").replace("/", "__")
     folder = root / "logs" / "run_evaluation" / run_id / model
     bodies = {}
     for iid, report in reports.items():
-        if report.get("verifier") == "reward":  # a reward task (Harbor): GSO's shapes do not apply
+        if iid in rewarded:
             continue
         shaped = instance_report(report)
         write_json(folder / iid / "report.json", shaped, indent=4)

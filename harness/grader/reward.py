@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.grader.anchors import Objective, calibrate, objective
-from harness.grader.config import GradeConfig, patch_sha256
+from harness.grader.config import GradeConfig
 from harness.grader.states import PATCH_PATH
 from harness.sandbox.interface import ExecResult, Sandbox, SandboxError, pin_if_possible
 from harness.sandbox.providers import SandboxProvider
@@ -87,13 +87,9 @@ def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig,
     check = task.reward_check
     assert check is not None
     started = time.monotonic()
-    report: dict[str, Any] = {
-        "instance_id": instance_id or task.id, "patch_is_None": patch is None,
-        "patch_exists": bool(patch and patch.strip()), "base_successfully_run": True,
-        "patch_successfully_applied": False, "test_passed": False, "opt_base": False, "opt_commit": False,
-        "score": 0.0, "reward": None, "reward_extras": {}, "verifier": "reward",
-        "patch_sha256": patch_sha256(patch), **config.fields(),
-    }
+    report = config.new_report(instance_id or task.id, patch, score=0.0, reward=None, reward_extras={},
+                               verifier="reward")
+    report["base_successfully_run"] = True  # no base state is run: the untouched environment is the task's
     boxes: list[Sandbox] = []
     limits = replace(config.limits().for_task(task.cpus, task.memory), network=task.network == "allowed")
 
