@@ -77,12 +77,17 @@ class Episode:
     scaffold: str
     exit_reason: ExitReason
     exit_message: str
-    steps: int
+    steps: int  # model calls
     wall_time_s: float
     usage: Usage
     messages: list[dict[str, Any]]  # the conversation: the trajectory as the model saw it
     step_records: list[Step]
     submission: str = ""
+    actions: int = 0  # actions executed (tool calls, commands, keystroke batches)
+    # Scaffold-specific facts a study may group by: codeact's resolved mode and condensations, mini_swe's
+    # patch source, ...
+    details: dict[str, Any] = field(default_factory=dict)
+    patch: str | None = None  # the submitted patch when the scaffold's rule says so; None: the container's diff
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

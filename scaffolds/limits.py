@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 @dataclass
 class Limits:
-    max_steps: int | None = 100  # in the scaffold's unit (model calls today)
+    max_steps: int | None = 100  # in the scaffold's unit: agent actions for codeact (GSO), model calls otherwise
     max_cost_usd: float | None = None
     wall_clock_s: float | None = None
     command_timeout_s: float = 1200.0  # hard cap on one action (GSO: 20 min)

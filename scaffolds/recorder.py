@@ -5,6 +5,11 @@ it checks limits before every model call, turns model errors into exit reasons, 
 (call record, actions, observations with their full size) and snapshots the workspace diff every
 `snapshot_every` steps, so a study can grade the rollout as it stood at step S. `Recorder.run` runs a
 scaffold's loop and always returns an Episode with the trajectory so far.
+
+The step limit's unit is the scaffold's: model calls (mini-swe-agent, terminus), or, with
+`count_actions`, agent actions as OpenHands counts iterations: every executed action is one, and so is a
+reply without any; the scaffold calls `before_action` before each further action of a reply, so a reply
+with three tool calls uses three iterations and the limits are checked before each.
 """
 from __future__ import annotations
 
@@ -26,9 +31,11 @@ class Recorder:
     """Per-episode bookkeeping shared by all scaffolds."""
 
     def __init__(self, scaffold: str, sandbox: Sandbox, model: Model, limits: Limits,
-                 stop: threading.Event | None = None) -> None:
+                 stop: threading.Event | None = None, count_actions: bool = False) -> None:
         self.scaffold, self.sandbox, self.model, self.limits = scaffold, sandbox, model, limits
         self.stop = stop or threading.Event()
+        self.count_actions = count_actions
+        self.details: dict[str, Any] = {}  # scaffold-specific facts for the episode (mode, condensations, ...)
         self.started = time.time()
         self.usage = Usage()
         self.steps: list[Step] = []
@@ -47,12 +54,24 @@ class Recorder:
         cap = self.limits.command_timeout_s
         return cap if left is None else max(1.0, min(cap, left))
 
+    @property
+    def actions(self) -> int:
+        return sum(len(step.actions) for step in self.steps)
+
+    @property
+    def used_steps(self) -> int:
+        """Steps used in the limit's unit: model calls, or iterations (an action each; a reply without one)."""
+        if not self.count_actions:
+            return len(self.steps)
+        return sum(max(1, len(step.actions)) for step in self.steps)
+
     def check_limits(self) -> None:
         lim = self.limits
         if self.stop.is_set():
             raise LimitReached("stopped from outside", ExitReason.INTERRUPTED)
-        if lim.max_steps is not None and len(self.steps) >= lim.max_steps:
-            raise LimitReached(f"step limit of {lim.max_steps} reached", ExitReason.STEP_LIMIT)
+        if lim.max_steps is not None and self.used_steps >= lim.max_steps:
+            what = "iteration limit" if self.count_actions else "step limit"  # iterations: agent actions
+            raise LimitReached(f"{what} of {lim.max_steps} reached", ExitReason.STEP_LIMIT)
         if lim.max_cost_usd is not None and self.usage.cost_usd >= lim.max_cost_usd:
             raise LimitReached(f"cost limit of ${lim.max_cost_usd:g} reached", ExitReason.COST_LIMIT)
         if lim.wall_clock_s is not None and self.elapsed >= lim.wall_clock_s:
@@ -74,6 +93,11 @@ class Recorder:
         step.call = reply.record
         self.usage.add(reply.record)
         return reply
+
+    def before_action(self) -> None:
+        """Limits again before a further action of the current reply (the first was checked before the call)."""
+        if self.count_actions and self.steps and self.steps[-1].actions:
+            self.check_limits()
 
     def act(self, action: dict[str, Any], observation: Observation) -> None:
         """Record one action of the current step and what the model was shown for it."""
@@ -122,6 +146,6 @@ class Recorder:
                submission: str = "") -> Episode:
         self._close_step()
         return Episode(scaffold=self.scaffold, exit_reason=end.reason, exit_message=end.message,
-                       steps=len(self.steps), wall_time_s=self.elapsed, usage=self.usage,
+                       steps=len(self.steps), actions=self.actions, wall_time_s=self.elapsed, usage=self.usage,
                        messages=list(messages if messages is not None else self.messages),
-                       step_records=self.steps, submission=submission)
+                       step_records=self.steps, submission=submission, details=dict(self.details))

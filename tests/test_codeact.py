@@ -236,7 +236,7 @@ def test_shell_long_command_input_and_interrupt(shell: PersistentShell) -> None:
     refused = shell.run("echo other", False, 60)
     assert refused.error and "NOT run" in refused.output
     assert shell.run("", False, 60).exit_code == -1  # more output: none yet, still running
-    stopped = shell.run("C-c", False, 60)
+    stopped = shell.run("C-c", True, 60)  # keys go to the running command as input
     assert stopped.exit_code == 130 and not stopped.running and "never" not in stopped.output
     assert shell.run("read x; echo got $x", False, 60).running
     answered = shell.run("hello", True, 60)

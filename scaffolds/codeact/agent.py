@@ -5,8 +5,15 @@ Faithful to upstream (see shared/scaffolds.md): four tools (`execute_bash` on a 
 `<function=...>` text protocol with `</function` as stop sequence and results sent back as user messages
 headed "EXECUTION RESULT of [NAME]:"; a reply without a tool call gets an automatic keep-working reply;
 observations over 30,000 characters are cut in the middle; stuck detection ends the episode; `finish`
-ends it with its message as the submission. Limits (steps = model calls, cost, wall clock) are checked by
-the Recorder before each call; the per-action cap is the Recorder's action timeout.
+ends it with its message as the submission.
+
+Counted as upstream counts iterations: `max_steps` is in agent actions (a reply with three tool calls uses
+three; a reply without one uses one), and the limits (steps, cost, wall clock) are checked before every
+action. On a context-window overflow the older half of the conversation is dropped (the system prompt and
+the first user message kept) and the call is made again. A call with several commands on separate lines
+is refused with an error, as are keys and input for a process without `is_input`. The resolved action
+format (`native` function calling or the `text` protocol) and the condensations are recorded in the
+episode's details; the per-action cap is the Recorder's action timeout.
 """
 from __future__ import annotations
 
@@ -19,14 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from harness.models.model import Model
-from harness.models.records import parse_arguments, tool_result
+from harness.models.records import ModelReply, parse_arguments, tool_result
 from harness.sandbox.interface import TESTBED, Sandbox
 from harness.tasks.task import Task
 from scaffolds.codeact.editor import Editor
 from scaffolds.codeact.shell import PersistentShell
 from scaffolds.codeact.tools import (STOP, TOOLS, ToolError, complete_reply, describe_tools, parse_text_call,
-                                     validate)
-from scaffolds.episode import Episode, Observation, Stuck, Submitted
+                                     single_command, validate)
+from scaffolds.episode import Episode, EpisodeEnd, Observation, Stuck, Submitted
+from scaffolds.exits import ExitReason
 from scaffolds.limits import Limits
 from scaffolds.prompts import render_template, truncate_middle
 from scaffolds.recorder import Recorder
@@ -43,6 +51,7 @@ class CodeActConfig:
     editor_clip: int = 16_000  # characters of editor output
     hint: bool = False  # show the task's description (where the time goes) in the task prompt
     stuck_detection: bool = True  # upstream's default; off only for benchmarks that repeat one action
+    condense_on_overflow: bool = True  # upstream: drop the older half of the history and go on
 
 
 # ---------------------------------------------------------------- stuck detection
@@ -93,8 +102,9 @@ class CodeActScaffold:
 
     def run(self, task: Task, sandbox: Sandbox, model: Model, limits: Limits,
             stop: threading.Event | None = None) -> Episode:
-        rec = Recorder(self.name, sandbox, model, limits, stop)
+        rec = Recorder(self.name, sandbox, model, limits, stop, count_actions=True)
         native = self.config.native_tools if self.config.native_tools is not None else model.native_tools
+        rec.details["mode"] = "native" if native else "text"
         episode = _Run(self.config, rec, sandbox, native)
         episode.messages = self.first_messages(task, native, sandbox.workdir)
         return rec.run(episode.loop, lambda: episode.messages, episode.shell.close)
@@ -115,7 +125,8 @@ class _Run:
 
     def __init__(self, config: CodeActConfig, rec: Recorder, sandbox: Sandbox, native: bool) -> None:
         self.config, self.rec, self.native = config, rec, native
-        self.messages: list[dict[str, Any]] = []
+        self.messages: list[dict[str, Any]] = []  # the whole trajectory, condensed parts included
+        self.kept_from = 2  # after condensation the model sees messages[:2] + messages[kept_from:]
         self.history: list[Event] = []
         self.shell = PersistentShell(sandbox, config.no_output_timeout_s, sandbox.workdir)
         self.editor = Editor(sandbox, config.editor_clip, sandbox.workdir)
@@ -125,19 +136,53 @@ class _Run:
         while True:
             self.step()
 
+    def conversation(self) -> list[dict[str, Any]]:
+        return self.messages[:2] + self.messages[self.kept_from:] if self.kept_from > 2 else self.messages
+
+    def query(self) -> ModelReply:
+        """One model call; on a context-window overflow, condense and call again."""
+        while True:
+            try:
+                return self.rec.query(self.conversation(), tools=TOOLS if self.native else None,
+                                      stop=None if self.native else [STOP])
+            except EpisodeEnd as end:
+                if end.reason != ExitReason.CONTEXT_WINDOW or not self.config.condense_on_overflow \
+                        or not self.condense():
+                    raise
+
+    def condense(self) -> bool:
+        """Drop the older half of what the model sees after the first user message, starting the kept part
+        at an assistant turn so no tool result loses its call. False when nothing is left to drop."""
+        start = self.kept_from
+        rest = len(self.messages) - start
+        if rest <= 0:
+            return False
+        cut = start + rest // 2
+        while cut < len(self.messages) and self.messages[cut].get("role") != "assistant":
+            cut += 1
+        self.kept_from = max(cut, start + 1)
+        self.rec.details.setdefault("condensations", []).append(
+            {"step": len(self.rec.steps), "dropped_messages": self.kept_from - start})
+        return True
+
     def step(self) -> None:
-        reply = self.rec.query(self.messages, tools=TOOLS if self.native else None,
-                               stop=None if self.native else [STOP])
+        reply = self.query()
         if self.native:
-            self.messages.append(reply.message)
+            message = dict(reply.message)
+            self.messages.append(message)
             if not reply.tool_calls:
                 return self.no_call(reply.content)
-            for call in reply.tool_calls:  # several calls in one reply run in order
+            for i, call in enumerate(reply.tool_calls):  # several calls in one reply run in order
+                self.rec.before_action()  # each is an iteration: the limits hold before every one
                 try:
                     arguments: dict[str, Any] | str = parse_arguments(call)
                 except ValueError as exc:
                     arguments = call.arguments
                     outcome = Outcome(f"ERROR: {exc}", error=True)
+                    # Invalid JSON must not go back to the provider: some refuse the whole next request.
+                    message["tool_calls"] = [dict(c) for c in message["tool_calls"]]
+                    message["tool_calls"][i] = {**message["tool_calls"][i],
+                                                "function": {"name": call.name, "arguments": "{}"}}
                 else:
                     outcome = self.execute(call.name, arguments)
                 self.deliver(call.name, arguments, outcome, lambda text, c=call: tool_result(c, text))
@@ -195,6 +240,8 @@ class _Run:
         return outcome
 
     def bash(self, command: str, is_input: bool) -> Outcome:
+        if not is_input and command.strip():
+            single_command(command)
         result = self.shell.run(command, is_input, self.rec.action_timeout())
         if result.error:
             return Outcome(f"ERROR: {result.output}", error=True, exit_code=result.exit_code)

@@ -20,15 +20,19 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import bashlex
+
 STOP = "</function"
 EDITOR_COMMANDS = ("view", "create", "str_replace", "insert", "undo_edit")
 
 BASH_DESCRIPTION = """Run a bash command in a persistent shell inside the sandbox (cwd, environment variables and an
 activated virtualenv carry over from one call to the next). The result ends with the exit code.
-* One command per call; chain several with `&&` or `;`.
+* One command per call: several commands on separate lines are refused. Chain them with `&&` or `;`
+  instead (a multi-line command such as a heredoc or a loop is one command).
 * Long-running commands: when a command prints nothing new for a while, the call returns what it has
   with exit code -1 and the process keeps running. Then call again with an empty `command` to see more
-  output, with `is_input` set to "true" to type text into the process, or with `C-c` to interrupt it.
+  output, or with `is_input` set to "true" to type text into the process or to send a key such as
+  `C-c` (interrupt), `C-d` or `C-z` to it.
 * Start servers and other endless processes in the background (`cmd > log.txt 2>&1 &`).
 * Prefer commands with short output (`head`, `tail`, `grep -n`); very long output is cut in the middle."""
 
@@ -57,7 +61,7 @@ def _tool(name: str, description: str, properties: dict[str, Any], required: lis
 TOOLS: list[dict[str, Any]] = [
     _tool("execute_bash", BASH_DESCRIPTION, {
         "command": {"type": "string", "description": "The command. Empty: show more output of the running process. "
-                    "`C-c`: interrupt it. With is_input=\"true\": text to send to it."},
+                    "With is_input=\"true\": text or a key (`C-c` interrupts) to send to it."},
         "is_input": {"type": "string", "enum": ["true", "false"],
                      "description": "\"true\" when `command` is input for the still-running process. "
                                     "Default \"false\"."},
@@ -135,6 +139,19 @@ def _coerce(tool: str, key: str, spec: dict[str, Any], value: Any) -> Any:
             raise ToolError(f"Invalid value `{value}` for {where}: expected a list of integers such as [1, 20].")
         return value
     return value
+
+
+def single_command(command: str) -> None:
+    """ToolError when `command` holds several top-level commands on separate lines, as upstream refuses
+    them (parsed by bashlex, as upstream does; what it cannot parse counts as one command)."""
+    try:
+        parts = [command[node.pos[0]:node.pos[1]] for node in bashlex.parse(command)]
+    except Exception:  # noqa: BLE001 - bashlex raises several kinds (ParsingError, NotImplementedError, ...)
+        return
+    if len(parts) > 1:
+        listed = "\n".join(f"({i}) {part}" for i, part in enumerate(parts, 1))
+        raise ToolError("Several commands in one call were NOT run. Send one command per call, or join them "
+                        f"into one with `&&` or `;`. The commands were:\n{listed}")
 
 
 # ---------------------------------------------------------------- the text protocol

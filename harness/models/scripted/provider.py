@@ -25,9 +25,13 @@ def _tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
 
-def _raise_status(litellm: Any, status: int, retry_after: float | None, model: str) -> None:
+def _raise_status(litellm: Any, status: int | str, retry_after: float | None, model: str) -> None:
     import httpx
 
+    if status == "context_window":
+        raise litellm.ContextWindowExceededError(message="scripted: the prompt is longer than the context window",
+                                                 model=model, llm_provider=PROVIDER)
+    status = int(status)
     headers = {"retry-after": str(retry_after)} if retry_after is not None else {}
     response = httpx.Response(status, headers=headers, request=httpx.Request("POST", "http://scripted.invalid"))
     message = f"scripted provider error {status}"
@@ -61,7 +65,7 @@ def _make_handler(litellm: Any) -> Any:
             if step.get("delay_s"):
                 time.sleep(float(step["delay_s"]))
             if "error" in step:
-                _raise_status(litellm, int(step["error"]), step.get("retry_after"), model)
+                _raise_status(litellm, step["error"], step.get("retry_after"), model)
             fmt = detect_format(messages, optional_params.get("tools"))
             content, calls = render(step, fmt)
             for stop in optional_params.get("stop") or []:
@@ -75,8 +79,8 @@ def _make_handler(litellm: Any) -> Any:
             prompt += _tokens(json.dumps(optional_params.get("tools") or ""))
             completion = _tokens(content + json.dumps(calls))
             return ModelResponse(model=f"{PROVIDER}/{model}",
-                                 choices=[{"message": message, "finish_reason": "tool_calls" if calls else "stop",
-                                           "index": 0}],
+                                 choices=[{"message": message, "index": 0, "finish_reason": step.get(
+                                     "finish_reason", "tool_calls" if calls else "stop")}],
                                  usage={"prompt_tokens": prompt, "completion_tokens": completion,
                                         "total_tokens": prompt + completion})
 

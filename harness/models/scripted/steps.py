@@ -2,8 +2,9 @@
 
 Steps (dicts): {"bash": CMD, "duration": S?}, {"write": PATH, "text": TEXT}, {"finish": MESSAGE},
 {"raw": {"content": ..., "tool_calls": [{"name", "arguments"}]}}, {"fault": KIND} with KIND in
-malformed, multi, bad_args, missing_arg, unknown_tool, {"error": STATUS, "retry_after": S?};
-any step may carry "delay_s" (a slow reply). `replies.py` writes a step in the scaffold's format.
+malformed, multi, bad_args, missing_arg, unknown_tool, {"error": STATUS, "retry_after": S?} (STATUS may be
+"context_window": the prompt overflowed); any step may carry "delay_s" (a slow reply) and "finish_reason"
+(e.g. "length": the reply was cut at the token limit). `replies.py` writes a step in the scaffold's format.
 """
 from __future__ import annotations
 
