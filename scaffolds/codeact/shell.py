@@ -11,8 +11,8 @@ The marker must survive what agents do to a shell: `source /etc/bash.bashrc` (De
 nested `bash`. As OpenHands does, PROMPT_COMMAND re-asserts PS1 before every prompt, and both are exported
 so a nested bash prints the marker too. If the marker still does not come back (PROMPT_COMMAND replaced),
 a silent shell with no child process whose output ends like a prompt is at a foreign prompt: the marker is
-re-installed, and the shell is restarted when even that fails. The hard per-action timeout runs from when the command was sent, so calls
-that only look at a running command's output do not extend it.
+re-installed, and the shell is restarted when even that fails. The hard per-action timeout runs from when
+the command was sent, so calls that only look at a running command's output do not extend it.
 
 The terminal is set to `-echo` (no input echoed back), `-icanon` (no 4 KiB line limit; bytes reach the
 reader as typed), `-onlcr` (plain \\n), and keeps `isig`, so C-c still interrupts the foreground job.
