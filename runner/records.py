@@ -69,6 +69,12 @@ class RolloutRecord(_Record):
     patch_sha256: str | None = None
     trajectory: str | None = None  # run-relative path of its trajectory file
     infra_errors: list[str] = field(default_factory=list)
+    # Added later; written only when set, so older records read back as the same JSON.
+    actions: int = 0  # actions executed (steps counts model calls)
+    details: dict[str, Any] = field(default_factory=dict)  # the scaffold's: mode, condensations, patch_source
+    attempt_usage: list[Usage] = field(default_factory=list)  # per attempt when retried; `usage` is their sum
+
+    OPTIONAL = ("actions", "details", "attempt_usage")
 
     @classmethod
     def _convert(cls, known: dict[str, Any]) -> dict[str, Any]:
@@ -76,11 +82,11 @@ class RolloutRecord(_Record):
         out["rollout"] = int(out["rollout"])
         if isinstance(out.get("system"), dict):
             out["system"] = System.from_dict(out["system"])
-        if isinstance(out.get("usage"), dict):
-            out["usage"] = Usage(**{k: v for k, v in out["usage"].items()
-                                    if k in {f.name for f in dataclasses.fields(Usage)}})
         if "exit_reason" in out:
             out["exit_reason"] = ExitReason(out["exit_reason"])
+        out["attempt_usage"] = [_usage(u) for u in out.get("attempt_usage") or []]
+        if isinstance(out.get("usage"), dict):
+            out["usage"] = _usage(out["usage"])
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -88,11 +94,21 @@ class RolloutRecord(_Record):
         out["system"] = self.system.to_dict()
         out["usage"] = self.usage.to_dict()
         out["exit_reason"] = str(self.exit_reason)
+        out["attempt_usage"] = [u.to_dict() for u in self.attempt_usage]
+        for key in self.OPTIONAL:
+            if not out[key]:
+                del out[key]
         return out
 
     @property
     def key(self) -> tuple[str, int]:
         return self.instance_id, self.rollout
+
+
+def _usage(data: dict[str, Any] | Usage) -> Usage:
+    if isinstance(data, Usage):
+        return data
+    return Usage(**{k: v for k, v in data.items() if k in {f.name for f in dataclasses.fields(Usage)}})
 
 
 GRADING_KEYS = ("status", "reason", "opt_base", "opt_commit", "score", "uncertain", "wall_time_s", "timing_mode",

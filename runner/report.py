@@ -63,7 +63,10 @@ def _row(record: ResultRecord) -> dict[str, Any]:
             "opt_commit": grading.opt_commit if grading else None, "score": record.score,
             "uncertain": grading.uncertain if grading else None,
             "hm_speedup_patch_commit": stats.get("hm_speedup_patch_commit"),
-            "gm_speedup_patch_base": stats.get("gm_speedup_patch_base")}
+            "gm_speedup_patch_base": stats.get("gm_speedup_patch_base"),
+            # Added later, only when recorded: old runs' reports rebuild identically.
+            **({"actions": record.actions} if record.actions else {}),
+            **({"details": record.details} if record.details else {})}
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -78,6 +81,24 @@ def _fmt(value: Any, digits: int = 3) -> str:
 
 LABELS = {"opt_at_k": "Opt@k", "opt_at_k_first": "Opt@k (any of the first k, GSO)", "avg_at_k": "Avg@k",
           "best_at_k": "Best@k"}
+
+
+def _scaffold_lines(report: dict[str, Any]) -> list[str]:
+    """How the scaffold ran: actions per rollout, codeact's resolved action format, condensations, where
+    patches came from (only what the rollouts recorded)."""
+    rows = [row for task in report["tasks"].values() for row in task["rollouts"]]
+    if not any("actions" in row for row in rows):
+        return []
+    details = [row.get("details") or {} for row in rows]
+    lines = [f"| mean actions | {sum(row.get('actions', 0) for row in rows) / len(rows):.1f} |"]
+    for key, label in (("mode", "action format"), ("patch_source", "patch from")):
+        counts = Counter(d[key] for d in details if key in d)
+        if counts:
+            lines.append(f"| {label} | " + ", ".join(f"{k} ({v})" for k, v in sorted(counts.items())) + " |")
+    condensed = sum(len(d.get("condensations", [])) for d in details)
+    if condensed:
+        lines.append(f"| context condensations | {condensed} |")
+    return lines
 
 
 def render_markdown(report: dict[str, Any], run_dir: str, grading: str = "") -> str:
@@ -101,7 +122,8 @@ def render_markdown(report: dict[str, Any], run_dir: str, grading: str = "") -> 
               f"| cost per solved task | {_money(s['cost_per_solved_task'], s['cost_known'])} |",
               f"| tokens (input / cached / output) | {s['tokens']['input']} / {s['tokens']['cached']} / "
               f"{s['tokens']['output']} |",
-              f"| mean steps | {_fmt(s['mean_steps'], 1)} |", f"| rollout wall time | {s['wall_time_s']:.0f} s |", ""]
+              f"| mean steps | {_fmt(s['mean_steps'], 1)} |", f"| rollout wall time | {s['wall_time_s']:.0f} s |"]
+    lines += _scaffold_lines(report) + [""]
     lines += ["## Tasks", "", "| task | rollout | exit | steps | status | opt_base | opt_commit | hm vs expert | "
               "score | cost |", "|---|---|---|---|---|---|---|---|---|---|"]
     for tid, task in report["tasks"].items():

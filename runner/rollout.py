@@ -5,10 +5,13 @@ The scaffold checks its limits between steps; the runner does not trust that alo
 worker thread, and if it has not returned by the wall-clock limit (plus a short grace for the step in
 flight), the runner stops it, takes the diff from the still-running sandbox and records `time_limit`.
 Infrastructure failures (the sandbox, a provider outage after retries) are retried with a fresh
-sandbox up to `infra_retries` times and reported apart from agent failures.
+sandbox up to `infra_retries` times and reported apart from agent failures. What a discarded attempt
+spent stays with the rollout: its usage is the sum of every attempt's (each kept in `attempt_usage`),
+and the run's cost cap counts it from the moment it was spent.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import threading
 import time
@@ -50,6 +53,7 @@ class Live:
     sandbox: Sandbox | None = None
     stop: threading.Event = field(default_factory=threading.Event)
     stop_reason: ExitReason | None = None  # why the runner stopped it: interrupted, time or run cost limit
+    spent: list[Usage] = field(default_factory=list)  # what the discarded attempts before this one used
 
     @property
     def steps(self) -> int:
@@ -57,7 +61,13 @@ class Live:
 
     @property
     def cost(self) -> float:
-        return self.model.usage.cost_usd if self.model else 0.0
+        return sum(u.cost_usd for u in self.spent) + (self.model.usage.cost_usd if self.model else 0.0)
+
+    def discard_attempt(self) -> None:
+        """The current attempt is being retried: keep what it spent."""
+        if self.model is not None:
+            self.spent.append(copy.deepcopy(self.model.usage))
+            self.model = None
 
 
 def script_for(conf: RunConf, task: Task, index: int, store_of_replayed: RunStore | None) -> Script | None:
@@ -104,16 +114,18 @@ class RolloutRunner:
                 if live.stop_reason == ExitReason.INTERRUPTED:
                     raise Interrupted from None
                 errors.append(f"SandboxError: {err}")
+                live.discard_attempt()
                 continue
             if record.exit_reason in RETRIED and attempt < self.conf.infra_retries:
                 errors.append(record.exit_message)
+                live.discard_attempt()
                 continue
             record.infra_errors = errors
-            return record, episode
+            return with_spent(record, live.spent), episode
         record = self._record(task, live.index, None, None, "", time.time(), attempts=len(errors))
         record.exit_reason, record.exit_message = ExitReason.INFRA_ERROR, errors[-1] if errors else ""
         record.infra_errors = errors
-        return record, None
+        return with_spent(record, live.spent, last_counts=False), None
 
     def _attempt(self, task: Task, image: str, live: Live) -> tuple[RolloutRecord, dict[str, Any] | None]:
         started = time.time()
@@ -154,7 +166,9 @@ class RolloutRunner:
             error = outcome.get("error")
             if isinstance(error, SandboxError):
                 raise error
-            patch = sandbox.diff()
+            episode_patch = outcome["episode"].patch if outcome.get("episode") else None
+            # The scaffold's rule: the container's diff, or (mini_swe's upstream option) what it submitted.
+            patch = sandbox.diff() if episode_patch is None else episode_patch
             if self.conf.grading.in_place and task.reward_check is not None and self.conf.grade != "none":
                 # Harbor's way, as an option: verify in the agent's own container before it goes
                 from harness.grader.reward import grade_reward
@@ -180,6 +194,9 @@ class RolloutRunner:
     def _record(self, task: Task, index: int, episode: Episode | None, model: Model | None, patch: str,
                 started: float, attempts: int) -> RolloutRecord:
         usage = episode.usage if episode else model.usage if model else Usage()
+        details = dict(episode.details) if episode else {}
+        if episode:
+            details.setdefault("patch_source", "container" if episode.patch is None else "submission")
         return RolloutRecord(
             instance_id=task.id, rollout=index, system=self.system, model_name=self.conf.model.name,
             exit_reason=episode.exit_reason if episode else ExitReason.ERROR,
@@ -189,7 +206,30 @@ class RolloutRunner:
             attempts=attempts, usage=usage, cost_usd=usage.cost_usd if usage.cost_known else None,
             patch=patch, patch_sha256=patch_sha256(patch),
             trajectory=self.store.trajectory_ref(task.id, index) if episode else None,
+            actions=episode.actions if episode else 0, details=details,
         )
+
+
+def with_spent(record: RolloutRecord, spent: list[Usage], last_counts: bool = True) -> RolloutRecord:
+    """The record with the discarded attempts' usage added in (and each attempt's kept apart).
+    `last_counts`: the record's own usage is an attempt's (False when every attempt was discarded)."""
+    if not spent:
+        return record
+    record.attempt_usage = [*spent, record.usage] if last_counts else list(spent)
+    record.usage = sum_usage(record.attempt_usage)
+    record.cost_usd = record.usage.cost_usd if record.usage.cost_known else None
+    return record
+
+
+def sum_usage(usages: list[Usage]) -> Usage:
+    total = Usage()
+    for usage in usages:
+        for f in dataclasses.fields(Usage):
+            if f.name == "cost_known":
+                total.cost_known = total.cost_known and usage.cost_known
+            else:
+                setattr(total, f.name, getattr(total, f.name) + getattr(usage, f.name))
+    return total
 
 
 def close_quietly(sandbox: Sandbox) -> None:

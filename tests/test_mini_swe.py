@@ -120,3 +120,24 @@ def test_aggressive_variant_and_bad_config(task: Task, tmp_path: Path) -> None:
     assert aggressive.startswith(plain) and "do not submit after your first change" in aggressive
     with pytest.raises(ValueError, match="mode must be"):
         MiniSweConfig(mode="json")
+
+
+def test_patch_source_diff_by_default_and_upstreams_submission_rule(task: Task) -> None:
+    oracle = bound_model("scripted/oracle", task)
+    episode, diff = run_episode(MiniSweScaffold(), task, oracle, QUICK)
+    assert episode.patch is None and episode.details["patch_source"] == "container"
+    submitted, _diff = run_episode(MiniSweScaffold(patch="submission"), task, bound_model("scripted/oracle", task),
+                                   QUICK)
+    assert submitted.details["patch_source"] == "submission" and "git diff" in submitted.messages[0]["content"]
+    assert submitted.patch == task.expert_patch  # the oracle hands in the patch it applied
+    # Upstream's rule: any end other than a submission hands in an empty patch, whatever the container holds.
+    limited, container = run_episode(MiniSweScaffold(patch="submission"), task, bound_model("scripted/oracle", task),
+                                     Limits(max_steps=3, snapshot_every=0))
+    assert limited.exit_reason == "step_limit" and container.strip() and limited.patch == ""
+
+
+def test_actions_are_counted_beside_model_calls(task: Task) -> None:
+    multi = {"raw": {"content": "two", "tool_calls": [{"name": "bash", "arguments": '{"command": "echo a"}'},
+                                                      {"name": "bash", "arguments": '{"command": "echo b"}'}]}}
+    episode, _ = run_episode(MiniSweScaffold(mode="tool"), task, script_model([multi, {"finish": "done"}]), QUICK)
+    assert episode.steps == 2 and episode.actions == 3  # the step limit stays per model call, as upstream

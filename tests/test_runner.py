@@ -215,6 +215,21 @@ def test_provider_outage_is_retried_as_an_infrastructure_error(tasks_dir: Path, 
     assert len(record["infra_errors"]) == 1 and "500" in record["infra_errors"][0]
 
 
+def test_spend_of_retried_attempts_is_kept(tasks_dir: Path, tmp_path: Path) -> None:
+    done = runner("model=script", "model.steps=[{bash: 'true'}, {error: 500}]", "model.attempts=1",
+                  "infra_retries=2", "scaffold=mini_swe", f"tasks.selector={tasks_dir}", "tasks.ids=[alpha]",
+                  "grade=none", out=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (record,) = results(run_dir(tmp_path))
+    assert record["exit_reason"] == "provider_error" and record["attempts"] == 3
+    per_attempt = record["attempt_usage"]
+    assert len(per_attempt) == 3 and all(u["calls"] == 1 and u["cost_usd"] > 0 for u in per_attempt)
+    assert record["usage"]["calls"] == 3
+    assert record["cost_usd"] == pytest.approx(sum(u["cost_usd"] for u in per_attempt))
+    summary = json.loads((run_dir(tmp_path) / "report.json").read_text())["summary"]
+    assert summary["cost_usd"] == pytest.approx(record["cost_usd"])
+
+
 @pytest.mark.parametrize("args, message", [
     (["rollouts=0"], "rollouts must be at least 1"),
     (["parallel=0"], "parallel must be at least 1"),

@@ -16,6 +16,7 @@ from scaffolds.episode import Episode
 from scaffolds.limits import Limits
 from harness.models.config import ModelConfig
 from harness.models.model import Model
+from harness.models.scripted.replies import _terminus
 from scaffolds.terminus import TerminusConfig, TerminusScaffold
 from tests.conftest import write_task
 from tests.docker_support import sandbox_for, smoke_task
@@ -190,7 +191,7 @@ def test_context_handoff_summary_questions_answers_then_continues(tiny: Task, bo
     texts = [t for _, t in roles_texts[summary_at:summary_at + 7]]
     assert "You are taking over" in texts[2] and texts[1] in texts[2]  # the summary goes to the fresh agent
     assert texts[3] in texts[4]  # the questions go to the old conversation
-    assert texts[5] in texts[6] and "terminal" in texts[6]
+    assert texts[5] in texts[6] and "terminal" in texts[6].lower()
     ran = keystrokes(episode)
     assert ran[-1].endswith("echo step-9\n") and len(ran) < 10  # hand-off calls consumed script steps
 
@@ -286,3 +287,29 @@ def test_context_overflow_from_the_provider_drops_the_latest_exchange_and_hands_
     assert len(seen[3]) == 1 and "SUMMARY: ran echo one" in seen[3][0]["content"]  # a fresh conversation
     assert "QUESTIONS: what next?" in seen[4][-1]["content"]
     assert "ANSWERS: finish" in seen[5][-1]["content"] and len(seen[5]) == 3
+
+
+# ---------------------------------------------------------------- where terminus-2 decides the numbers
+def test_a_huge_output_is_new_output_cut_to_head_and_tail(tiny: Task, box: DockerSandbox) -> None:
+    steps = [raw([("seq 1 30000\n", 0.3)]), raw([], complete=True), raw([], complete=True)]
+    episode = run(tiny, box, scripted_model("script", steps=steps))
+    shown = user_texts(episode)[1]
+    assert "New Terminal Output:" in shown and "seq 1 30000\n1\n2\n3\n" in shown  # not just the last screen
+    assert "29999\n30000" in shown and "output limited to 10000 bytes" in shown
+
+
+@pytest.mark.parametrize("fmt", ["json", "xml"])
+def test_a_reply_cut_off_at_the_token_limit_runs_nothing(fmt: str, tiny: Task, box: DockerSandbox) -> None:
+    def reply(commands: list[tuple[str, float]], complete: bool = False) -> dict[str, Any]:
+        return {"raw": {"content": _terminus(f"terminus_{fmt}", commands, complete, "note")}}
+
+    cut = {**reply([("touch /tmp/cut_off\n", 0.1)]), "finish_reason": "length"}
+    steps = [cut, reply([("ls /tmp/cut_off; echo rc=$?\n", 0.2)]), reply([], True), reply([], True)]
+    episode = run(tiny, box, scripted_model("script", steps=steps), TerminusConfig(format=fmt, max_duration_s=0.3))
+    assert episode.exit_reason == "submitted"
+    texts = user_texts(episode)
+    if fmt == "json":
+        assert "Nothing from your last reply was run" in texts[1]
+        assert "touch /tmp/cut_off\n" not in keystrokes(episode) and "rc=2" in texts[2]
+    else:  # a complete XML response inside the cut-off reply is used, as terminus-2 salvages it
+        assert keystrokes(episode)[0] == "touch /tmp/cut_off\n" and "rc=0" in texts[2]

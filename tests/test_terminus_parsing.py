@@ -120,11 +120,11 @@ def test_new_output_starts_at_the_cursor_line_and_detects_lost_history() -> None
 
 def test_terminal_text_falls_back_to_the_screen() -> None:
     capture = Capture(screen="screen", buffer="$ ls\nx\n$", complete=True)
-    assert terminal_text("$", capture) == "New terminal output:\n$ ls\nx\n$"
-    assert terminal_text("$ ls\nx\n$", capture) == "Current terminal screen:\nscreen"  # nothing new
-    assert terminal_text("unrelated\nhistory", capture) == "Current terminal screen:\nscreen"
+    assert terminal_text("$", capture) == "New Terminal Output:\n$ ls\nx\n$"
+    assert terminal_text("$ ls\nx\n$", capture) == "Current Terminal Screen:\nscreen"  # nothing new
+    assert terminal_text("unrelated\nhistory", capture) == "Current Terminal Screen:\nscreen"
     partial = Capture(screen="screen", buffer="$ ls\nx\n$", complete=False)
-    assert terminal_text("$", partial) == "Current terminal screen:\nscreen"
+    assert terminal_text("$", partial) == "Current Terminal Screen:\nscreen"
 
 
 def test_limit_output_keeps_head_and_tail_in_bytes() -> None:

@@ -9,7 +9,11 @@ Faithful to mini-swe-agent 2.x (see shared/scaffolds.md):
 - finish: a command whose output's first line is the sentinel and whose exit code is 0; the rest of the
   output is the submission;
 - output over 10,000 chars shows the first and last 5,000; a command timeout is not fatal (code -1);
-- step, cost and wall-clock limits are checked before each model call (by the Recorder).
+- step, cost and wall-clock limits are checked before each model call (by the Recorder);
+- the patch: by default the container's diff, as for the other scaffolds; with `patch="submission"`
+  upstream's rule: the submitted text is the patch (the model is told to submit `git diff` output), and
+  an episode that ends any other way (a limit, format errors, an overflow) has an empty patch. The
+  episode's details say which (`patch_source`).
 Commands start through one launcher loop in the container instead of a `docker exec` each
 (`harness.sandbox.processes`): the agent sees the same fresh process per command, at a fraction of the cost.
 """
@@ -27,6 +31,7 @@ from harness.sandbox.interface import TESTBED, Sandbox
 from harness.sandbox.processes import FreshProcesses
 from harness.tasks.task import Task
 from scaffolds.episode import Episode, FormatErrors, Observation, Submitted
+from scaffolds.exits import ExitReason
 from scaffolds.limits import Limits
 from scaffolds.prompts import render_template
 from scaffolds.recorder import Recorder
@@ -52,12 +57,15 @@ class MiniSweConfig:
     max_format_errors: int = 3
     output_limit: int = 10_000
     hint: bool = False  # show the task's bottleneck description
+    patch: str = "diff"  # "diff": the container's diff; "submission": upstream's rule (the submitted patch)
 
     def __post_init__(self) -> None:
         if self.mode not in ("text", "tool"):
             raise ValueError(f"mini_swe mode must be 'text' or 'tool', not {self.mode!r}")
         if self.prompt not in ("default", "aggressive"):
             raise ValueError(f"mini_swe prompt must be 'default' or 'aggressive', not {self.prompt!r}")
+        if self.patch not in ("diff", "submission"):
+            raise ValueError(f"mini_swe patch must be 'diff' or 'submission', not {self.patch!r}")
 
 
 class FormatError(Exception):
@@ -72,7 +80,8 @@ class MiniSweScaffold:
 
     # ---------------------------------------------------------------- prompts
     def _render(self, template: str, **variables: Any) -> str:
-        return render_template(PROMPTS, template, mode=self.config.mode, sentinel=SENTINEL, **variables)
+        return render_template(PROMPTS, template, mode=self.config.mode, sentinel=SENTINEL,
+                               submit_patch=self.config.patch == "submission", **variables)
 
     def _first_messages(self, task: Task, workdir: str = TESTBED) -> list[dict[str, Any]]:
         variables = task.prompt_vars(workdir)
@@ -87,9 +96,13 @@ class MiniSweScaffold:
     def run(self, task: Task, sandbox: Sandbox, model: Model, limits: Limits,
             stop: threading.Event | None = None) -> Episode:
         rec = Recorder(self.name, sandbox, model, limits, stop)
+        rec.details["patch_source"] = "submission" if self.config.patch == "submission" else "container"
         messages = self._first_messages(task, sandbox.workdir)
         procs = FreshProcesses(sandbox, COMMAND_ENV)
-        return rec.run(lambda: self._loop(rec, procs, messages), lambda: messages, procs.close)
+        episode = rec.run(lambda: self._loop(rec, procs, messages), lambda: messages, procs.close)
+        if self.config.patch == "submission":  # upstream: only a submission carries a patch
+            episode.patch = episode.submission if episode.exit_reason == ExitReason.SUBMITTED else ""
+        return episode
 
     def _loop(self, rec: Recorder, procs: FreshProcesses, messages: list[dict[str, Any]]) -> None:
         tools = [BASH_TOOL] if self.config.mode == "tool" else None

@@ -6,7 +6,9 @@ the sandbox; what the terminal printed comes back as the next user message. The 
 one first user message (task + reply format + terminal state); there is no system message.
 
 - A malformed reply gets an error message and runs nothing (the call still counts); a repaired one
-  runs, with the repairs listed in the next observation.
+  runs, with the repairs listed in the next observation. A reply cut off at the output-token limit
+  (`finish_reason == "length"`) runs nothing either, as in terminus-2: the model is told to send less,
+  unless (XML only) a complete response can be cut out of it.
 - Completion takes two consecutive `task_complete: true` replies: the first is answered with a
   confirmation question (terminal state included), a false in between starts over.
 - Context: the prompt size is tracked (the last call's input tokens + an estimate of what was added
@@ -132,8 +134,14 @@ class _Run:
         while True:
             if self.needs_handoff():
                 self.hand_off()
-            text = self.query_main()
+            text, cut_off = self.query_main()
             self.turns_since_handoff += 1
+            if cut_off:
+                salvaged = self.salvage(text)
+                if salvaged is None:
+                    self.add(_user(self.render("length_error.j2")))
+                    continue
+                text = salvaged
             try:
                 reply = parse_reply(text, self.config.format, self.config.default_duration_s)
             except ParseError as err:  # nothing runs; the model is asked again
@@ -155,8 +163,24 @@ class _Run:
             text = terminal
         return self.render("observation.j2", warnings=reply.warnings, terminal=text)
 
-    def query_main(self) -> str:
-        """One step of the agent. A context overflow drops the latest exchanges, hands off, retries."""
+    def salvage(self, text: str) -> str | None:
+        """A complete XML response inside a reply cut off by the token limit, or None (never for JSON)."""
+        if self.config.format != "xml":
+            return None
+        end = text.find("</commands>")
+        end = text.find("</response>", end) if end >= 0 else -1
+        if end < 0:
+            return None
+        clean = text[:end + len("</response>")]
+        try:
+            parse_reply(clean, "xml", self.config.default_duration_s)
+        except ParseError:
+            return None
+        return clean
+
+    def query_main(self) -> tuple[str, bool]:
+        """One step of the agent: its text, and whether the token limit cut it off. A context overflow
+        drops the latest exchanges, hands off, retries."""
         while True:
             try:
                 reply = self.rec.query(self.conversation)
@@ -165,9 +189,9 @@ class _Run:
                     raise
                 self.hand_off()
                 continue
-            self.add(_assistant(reply.content))
+            self.add({**reply.message, "content": reply.content})  # reasoning fields go back too
             self.tokens = reply.record.input_tokens + reply.record.output_tokens  # the provider's count
-            return reply.content
+            return reply.content, reply.record.finish_reason == "length"
 
     # -- the terminal
     def execute(self, commands: list[Command]) -> str:

@@ -4,9 +4,10 @@ The session is a 160x40 login bash started in the sandbox's working directory. K
 them: a whole string that is a tmux key name (`C-c`, `C-d`, `Escape`, `Up`, ...) is sent as that key,
 anything else is typed literally, so a command runs only if its keystrokes end with a newline.
 Reading returns what was written since the previous read: the full scrollback is captured and the
-previous capture is looked up at its start; when it cannot be found (the history rolled over, a
-full-screen program took the screen) the visible screen is returned instead. `limit_output` keeps
-the first and last halves of an oversized observation, as terminus-2 does.
+previous capture is looked up at its start; when it cannot be found (a full-screen program took the
+screen, the capture was too large to transfer) the visible screen is returned instead. The history
+keeps 10 million lines, as terminus-2's does, so a huge output still shows as new output; `limit_output`
+keeps the first and last halves of an oversized observation, as terminus-2 does.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from harness.sandbox.interface import ExecResult, Sandbox, SandboxError
 
 SESSION = "terminus"
 WIDTH, HEIGHT = 160, 40
-HISTORY_LINES = 10_000  # tmux's default of 2,000 lines is less than one build log
+HISTORY_LINES = 10_000_000  # terminus-2's: the previous read is still found after a huge output
 SEND_CHUNK = 16_000  # characters per send-keys argument, well under the kernel's 128 KiB per argument
 _SEPARATOR = "--8<-- optrunner terminus capture --8<--"
 
@@ -72,8 +73,8 @@ def terminal_text(previous: str | None, capture: Capture) -> str:
     """The observation the model reads: the new output, or the screen when that is unknown or empty."""
     new = new_output(previous, capture.buffer) if capture.complete else None
     if new:
-        return "New terminal output:\n" + new
-    return "Current terminal screen:\n" + capture.screen.rstrip()
+        return "New Terminal Output:\n" + new  # terminus-2's headers, word for word
+    return "Current Terminal Screen:\n" + capture.screen.rstrip()
 
 
 class TmuxSession:

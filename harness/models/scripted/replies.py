@@ -118,10 +118,12 @@ def render(step: dict[str, Any], fmt: str) -> Reply:
             return message, [_fc("finish", message=message, task_completed="true")]
         if fmt == "codeact_text":
             return _codeact_text_call("finish", message=message, task_completed="true"), []
+        # mini-swe-agent submits text after the sentinel; the oracle hands in the patch it applied.
+        submit = f"echo {SUBMIT_SENTINEL}" + (f" && cat {step['submit_file']}" if step.get("submit_file") else "")
         if fmt == "mini_tool":
-            return message, [_fc("bash", command=f"echo {SUBMIT_SENTINEL}")]
+            return message, [_fc("bash", command=submit)]
         if fmt == "mini_text":
-            return f"THOUGHT: {message}\n\n```mswea_bash_command\necho {SUBMIT_SENTINEL}\n```", []
+            return f"THOUGHT: {message}\n\n```mswea_bash_command\n{submit}\n```", []
         return _terminus(fmt, [], True, message), []
     raise ValueError(f"scripted model: unknown step {step!r}")
 

@@ -1,6 +1,7 @@
 """What scripted models do, as abstract steps: the oracle, noop, replay and given scripts.
 
-Steps (dicts): {"bash": CMD, "duration": S?}, {"write": PATH, "text": TEXT}, {"finish": MESSAGE},
+Steps (dicts): {"bash": CMD, "duration": S?}, {"write": PATH, "text": TEXT}, {"finish": MESSAGE,
+"submit_file": PATH?} (mini-swe-agent formats print that file after the sentinel),
 {"raw": {"content": ..., "tool_calls": [{"name", "arguments"}]}}, {"fault": KIND} with KIND in
 malformed, multi, bad_args, missing_arg, unknown_tool, {"error": STATUS, "retry_after": S?} (STATUS may be
 "context_window": the prompt overflowed); any step may carry "delay_s" (a slow reply) and "finish_reason"
@@ -31,7 +32,8 @@ def oracle_steps(patch: str, install_commands: Sequence[str] = (), spec_script: 
         steps.append({"bash": f"cd {WORKDIR} && " + " && ".join(install_commands), "duration": 5})
     steps.append({"write": "/tmp/spec_timing.py", "text": spec_script})
     steps.append({"bash": f"cd {WORKDIR} && python3 /tmp/spec_timing.py", "duration": 5})
-    steps.append({"finish": "Applied the optimization, rebuilt, and checked the specification script."})
+    steps.append({"finish": "Applied the optimization, rebuilt, and checked the specification script.",
+                  "submit_file": "/tmp/optimization.patch"})
     return steps
 
 
