@@ -40,6 +40,7 @@ demo: images
 bench: images
 	$(PY) -m tests.bench
 	$(PY) -m tests.bench.scaffolds
+	$(PY) -m tests.bench.sidebyside
 	$(PY) -m tests.bench.runner
 	$(PY) -m tests.bench.grading $(if $(FULL),--full,)
 

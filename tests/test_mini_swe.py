@@ -141,3 +141,11 @@ def test_actions_are_counted_beside_model_calls(task: Task) -> None:
                                                       {"name": "bash", "arguments": '{"command": "echo b"}'}]}}
     episode, _ = run_episode(MiniSweScaffold(mode="tool"), task, script_model([multi, {"finish": "done"}]), QUICK)
     assert episode.steps == 2 and episode.actions == 3  # the step limit stays per model call, as upstream
+
+
+def test_output_of_exactly_the_limit_is_cut_as_upstream(task: Task) -> None:
+    steps = [{"bash": "head -c 10000 /dev/zero | tr '\\0' x"}, {"bash": "head -c 9999 /dev/zero | tr '\\0' x"}]
+    episode, _ = run_episode(MiniSweScaffold(), task, script_model(steps), Limits(max_steps=2, snapshot_every=0))
+    at_limit, under = [o.text for s in episode.step_records for o in s.observations]
+    assert "<output_head>" in at_limit and "0 characters left out" in at_limit
+    assert "<output_head>" not in under and "x" * 9999 in under

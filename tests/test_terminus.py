@@ -153,14 +153,16 @@ def test_ctrl_c_interrupts_a_running_command(tiny: Task, box: DockerSandbox) -> 
 
 
 def test_long_and_non_utf8_output(tiny: Task, box: DockerSandbox) -> None:
-    steps = [{"bash": "seq 1 3000", "duration": 0.3}, {"bash": r"printf 'ok-\xff\xfe-done\n'", "duration": 0.3},
+    # Over 10 kB in fewer lines than terminus-2's 2,000-line history: new output, cut to head and tail.
+    steps = [{"bash": "seq 1 1800 | sed 's/$/ padding/'", "duration": 0.3},
+             {"bash": r"printf 'ok-\xff\xfe-done\n'", "duration": 0.3},
              {"finish": "done"}]
     episode = run(tiny, box, scripted_model("script", steps=steps))
     assert episode.exit_reason == "submitted"
     long_text, bad_bytes = user_texts(episode)[1:3]
     assert "output limited to 10000 bytes" in long_text
     assert len(long_text.encode()) < 10_200 and long_text.rstrip().endswith("#")
-    assert "\n1\n2\n3\n" in long_text and "\n2999\n3000\n" in long_text
+    assert "\n1 padding\n2 padding\n" in long_text and "\n1799 padding\n1800 padding\n" in long_text
     recorded = episode.step_records[0].observations[0]
     assert recorded.full_chars > 13_000 and len(recorded.text.encode()) < 10_200
     assert "ok-" in bad_bytes and "-done" in bad_bytes
@@ -290,12 +292,18 @@ def test_context_overflow_from_the_provider_drops_the_latest_exchange_and_hands_
 
 
 # ---------------------------------------------------------------- where terminus-2 decides the numbers
-def test_a_huge_output_is_new_output_cut_to_head_and_tail(tiny: Task, box: DockerSandbox) -> None:
-    steps = [raw([("seq 1 30000\n", 0.3)]), raw([], complete=True), raw([], complete=True)]
-    episode = run(tiny, box, scripted_model("script", steps=steps))
-    shown = user_texts(episode)[1]
-    assert "New Terminal Output:" in shown and "seq 1 30000\n1\n2\n3\n" in shown  # not just the last screen
-    assert "29999\n30000" in shown and "output limited to 10000 bytes" in shown
+@pytest.mark.parametrize("history", [2_000, 10_000_000])
+def test_a_huge_output_past_the_history_shows_the_screen(history: int, tiny: Task, box: DockerSandbox) -> None:
+    steps = [raw([("echo start\n", 0.3)]), raw([("seq 1 30000\n", 0.3)]), raw([], complete=True),
+             raw([], complete=True)]
+    config = TerminusConfig(max_duration_s=0.3, history_lines=history)
+    shown = user_texts(run(tiny, box, scripted_model("script", steps=steps), config))[2]
+    assert "29999\n30000" in shown
+    if history == 2_000:  # terminus-2's pane: the previous read scrolled away, so the visible screen
+        assert shown.count("\n") < 60 and "Current Terminal Screen:" in shown
+    else:  # a longer history: the whole output is new, cut to its head and tail
+        assert "New Terminal Output:" in shown and "seq 1 30000\n1\n2\n3\n" in shown
+        assert "output limited to 10000 bytes" in shown
 
 
 @pytest.mark.parametrize("fmt", ["json", "xml"])

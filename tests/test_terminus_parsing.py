@@ -111,17 +111,18 @@ def test_key_names() -> None:
 
 def test_new_output_starts_at_the_cursor_line_and_detects_lost_history() -> None:
     before = "$ echo a\na\n$"
-    assert new_output(before, before + " echo b\nb\n$") == "$ echo b\nb\n$"
-    assert new_output(before, before) == ""
+    assert new_output(before, before + " echo b\nb\n$") == "\n$ echo b\nb\n$"
+    assert new_output(before, before) == "\n$"  # unchanged: the cursor line, as terminus-2 shows it
     assert new_output(None, before) is None
     assert new_output(before, "a\n$ echo b\nb\n$") is None  # the first line scrolled out of history
-    assert new_output("$", "$ ls\nx\n$") == "$ ls\nx\n$"  # a one-line buffer: everything is new
+    assert new_output("$", "$ ls\nx\n$") == "$ ls\nx\n$"  # a one-line read: from where it is found
+    assert new_output("$ x", "y\n$ x\nz") == "$ x\nz"
 
 
 def test_terminal_text_falls_back_to_the_screen() -> None:
     capture = Capture(screen="screen", buffer="$ ls\nx\n$", complete=True)
     assert terminal_text("$", capture) == "New Terminal Output:\n$ ls\nx\n$"
-    assert terminal_text("$ ls\nx\n$", capture) == "Current Terminal Screen:\nscreen"  # nothing new
+    assert terminal_text("$ ls\nx\n$", capture) == "New Terminal Output:\n\n$"  # nothing new: the prompt line
     assert terminal_text("unrelated\nhistory", capture) == "Current Terminal Screen:\nscreen"
     partial = Capture(screen="screen", buffer="$ ls\nx\n$", complete=False)
     assert terminal_text("$", partial) == "Current Terminal Screen:\nscreen"

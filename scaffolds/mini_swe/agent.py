@@ -167,9 +167,9 @@ class MiniSweScaffold:
         limit = self.config.output_limit
         half = limit // 2
         variables: dict[str, Any] = {"returncode": returncode, "timed_out": timed_out, "timeout": f"{timeout:g}",
-                                     "output": output, "elided": 0}
-        if len(output) > limit:
-            variables.update(elided=len(output) - 2 * half, total=len(output), half=half,
+                                     "output": output, "elided": 0, "cut": False}
+        if len(output) >= limit:  # upstream keeps the whole output only when it is shorter than the limit
+            variables.update(cut=True, elided=len(output) - 2 * half, total=len(output), half=half,
                              head=output[:half], tail=output[-half:])
         return self._render("observation.j2", **variables)
 

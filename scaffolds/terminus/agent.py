@@ -37,7 +37,8 @@ from scaffolds.limits import Limits
 from scaffolds.prompts import render_template
 from scaffolds.recorder import Recorder
 from scaffolds.terminus.parsing import Command, ParseError, Reply, parse_reply
-from scaffolds.terminus.tmux import HEIGHT, WIDTH, Capture, TmuxSession, limit_output, new_output, terminal_text
+from scaffolds.terminus.tmux import (HEIGHT, HISTORY_LINES, WIDTH, Capture, TmuxSession, limit_output, new_output,
+                                     terminal_text)
 
 PROMPTS = Path(__file__).parent / "prompts"
 COMPILED = {"c", "cpp", "cython", "rust"}
@@ -52,6 +53,7 @@ class TerminusConfig:
     max_duration_s: float = 60.0  # AutoLab raised it to 1200 for long tasks
     output_limit_bytes: int = 10_000
     handoff_free_tokens: int = 8_000
+    history_lines: int = HISTORY_LINES  # terminus-2's pane keeps 2,000; more shows a huge output's head and tail
     context_window: int | None = None  # None: litellm's max_input_tokens for the model (if it knows it)
     hint: bool = False  # include task.description as a hint in the task prompt
 
@@ -67,7 +69,8 @@ class TerminusScaffold:
     def run(self, task: Task, sandbox: Sandbox, model: Model, limits: Limits,
             stop: threading.Event | None = None) -> Episode:
         rec = Recorder(self.name, sandbox, model, limits, stop)
-        episode = _Run(self.config, task, rec, TmuxSession(sandbox), _context_window(self.config, model))
+        episode = _Run(self.config, task, rec, TmuxSession(sandbox, history_lines=self.config.history_lines),
+                       _context_window(self.config, model))
         return rec.run(episode.loop, lambda: episode.trajectory, episode.term.close)
 
 

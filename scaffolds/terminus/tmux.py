@@ -5,9 +5,10 @@ them: a whole string that is a tmux key name (`C-c`, `C-d`, `Escape`, `Up`, ...)
 anything else is typed literally, so a command runs only if its keystrokes end with a newline.
 Reading returns what was written since the previous read: the full scrollback is captured and the
 previous capture is looked up at its start; when it cannot be found (a full-screen program took the
-screen, the capture was too large to transfer) the visible screen is returned instead. The history
-keeps 10 million lines, as terminus-2's does, so a huge output still shows as new output; `limit_output`
-keeps the first and last halves of an oversized observation, as terminus-2 does.
+screen, the history rolled over, the capture was too large to transfer) the visible screen is returned
+instead. The history keeps what terminus-2's pane keeps (2,000 lines; `history_lines` sets more, so that a
+huge output shows as new output); `limit_output` keeps the first and last halves of an oversized
+observation, as terminus-2 does.
 """
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ from harness.sandbox.interface import ExecResult, Sandbox, SandboxError
 
 SESSION = "terminus"
 WIDTH, HEIGHT = 160, 40
-HISTORY_LINES = 10_000_000  # terminus-2's: the previous read is still found after a huge output
+# What terminus-2's pane keeps: it raises the global history-limit to 10 million only after creating its
+# session, and tmux applies the limit to panes created later, so its one pane keeps tmux's default 2,000.
+HISTORY_LINES = 2_000
 SEND_CHUNK = 16_000  # characters per send-keys argument, well under the kernel's 128 KiB per argument
 _SEPARATOR = "--8<-- optrunner terminus capture --8<--"
 
@@ -42,19 +45,16 @@ class Capture:
 
 
 def new_output(previous: str | None, current: str) -> str | None:
-    """What `current` gained since `previous`, starting at the line the cursor was on (it may have
-    been extended by the keystrokes). "" when nothing changed; None when `previous` is not there."""
+    """What `current` gained since `previous`, by terminus-2's rule: find the previous read (stripped) in
+    the current buffer; if it spans several lines, what follows its last line break (offset taken within
+    the previous read, so it fits when the previous read is still at the top), otherwise everything from
+    where it was found. None when the previous read is not there (it scrolled out of the history)."""
     if previous is None:
         return None
-    if current == previous:
-        return ""
-    head = previous.rpartition("\n")[0]
-    if not current.startswith(head):
+    before = previous.strip()
+    if before not in current:
         return None
-    rest = current[len(head):]
-    if head and not rest.startswith("\n"):
-        return None  # the match ended inside a line: not the same history
-    return rest.lstrip("\n")
+    return current[before.rfind("\n"):] if "\n" in before else current[current.index(before):]
 
 
 def limit_output(text: str, limit_bytes: int = 10_000) -> str:
@@ -72,7 +72,7 @@ def limit_output(text: str, limit_bytes: int = 10_000) -> str:
 def terminal_text(previous: str | None, capture: Capture) -> str:
     """The observation the model reads: the new output, or the screen when that is unknown or empty."""
     new = new_output(previous, capture.buffer) if capture.complete else None
-    if new:
+    if new is not None and new.strip():
         return "New Terminal Output:\n" + new  # terminus-2's headers, word for word
     return "Current Terminal Screen:\n" + capture.screen.rstrip()
 
@@ -80,8 +80,8 @@ def terminal_text(previous: str | None, capture: Capture) -> str:
 class TmuxSession:
     """One tmux session in one sandbox. Every method is one `sandbox.exec` round trip."""
 
-    def __init__(self, sandbox: Sandbox, name: str = SESSION) -> None:
-        self.sandbox = sandbox
+    def __init__(self, sandbox: Sandbox, name: str = SESSION, history_lines: int = HISTORY_LINES) -> None:
+        self.sandbox, self.history_lines = sandbox, history_lines
         self.name = name
         self.target = shlex.quote(name)
 
@@ -89,7 +89,7 @@ class TmuxSession:
         """Start the shell and wait (up to 5 s) for its prompt; returns the first capture."""
         # history-limit applies to panes created after it is set, hence set before new-session.
         started = self.sandbox.exec(
-            f"tmux -u start-server \\; set-option -g history-limit {HISTORY_LINES} \\; "
+            f"tmux -u start-server \\; set-option -g history-limit {self.history_lines} \\; "
             f"new-session -d -s {self.target} -x {WIDTH} -y {HEIGHT} -c {self.sandbox.workdir} 'bash --login'",
             timeout=timeout)
         if started.exit_code != 0:
