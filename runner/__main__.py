@@ -9,6 +9,7 @@ Heavy modules (docker, litellm) load only once a run starts, so `--help` and con
 """
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,9 @@ OmegaConf.register_new_resolver("tasks_slug", lambda selector, ids=None: slug(st
                                 replace=True)
 register_schemas()
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
+# Hydra creates the run directory before the job starts; whether the output root existed is known only now.
+_ROOT_ARGS = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("output_root=")]
+ROOT_EXISTED = Path(_ROOT_ARGS[-1] if _ROOT_ARGS else "outputs").exists()
 
 
 def _fail(message: str) -> int:
@@ -30,9 +34,41 @@ def _fail(message: str) -> int:
     return 2
 
 
+def forget_refused(run_dir: Path, root: Path, keep_root: bool = True) -> None:
+    """Remove what Hydra created for a run that was refused before it started (its directory holds no
+    config.yaml of ours), and the parents that are left empty, up to `root` (included unless `keep_root`)."""
+    if not run_dir.is_dir() or (run_dir / "config.yaml").exists():
+        return
+    if any(p.name not in (".hydra", "__main__.log") for p in run_dir.iterdir()):
+        return  # something else lives there: not ours to delete
+    shutil.rmtree(run_dir, ignore_errors=True)
+    parent = run_dir.parent
+    root = root.resolve()
+    stop = root if keep_root else root.parent
+    while parent.resolve() != stop and root in (parent.resolve(), *parent.resolve().parents):
+        try:
+            parent.rmdir()  # only when empty
+        except OSError:
+            break
+        parent = parent.parent
+
+
 def run_job(cfg: DictConfig) -> int:
     from hydra.core.hydra_config import HydraConfig
 
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    root = Path(str(cfg.get("output_root", "outputs")))
+    try:
+        code = _run_job(cfg, run_dir)
+    except BaseException:
+        forget_refused(run_dir, root, ROOT_EXISTED)
+        raise
+    if code:
+        forget_refused(run_dir, root, ROOT_EXISTED)
+    return code
+
+
+def _run_job(cfg: DictConfig, run_dir: Path) -> int:
     from runner.config import ConfigError, validate
 
     try:
@@ -40,7 +76,6 @@ def run_job(cfg: DictConfig) -> int:
     except ConfigError as err:
         return _fail(str(err))
     plain: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
-    run_dir = Path(HydraConfig.get().runtime.output_dir)
     from harness.sandbox.interface import ImageBuildError, SandboxError
     from harness.tasks import TaskError
     from runner.run import execute

@@ -255,7 +255,7 @@ def test_bad_input_is_one_line_and_a_nonzero_exit(tasks_dir: Path, tmp_path: Pat
     assert done.returncode == 2 and "Traceback" not in done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], done.stderr
-    assert not list(tmp_path.glob("runs/*/config.yaml"))  # nothing was started
+    assert list(tmp_path.iterdir()) == []  # nothing was started, and no directory was left behind
 
 
 def test_unknown_group_option_is_hydras_readable_error(tmp_path: Path) -> None:
