@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from harness import signals
 from harness.grader.predictions import PredictionsError
 from harness.sandbox.interface import DEFAULT_BASE_IMAGE as BASE_IMAGE
 from harness.sandbox.interface import ImageBuildError, SandboxError, TaskImages
@@ -221,6 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.func
+    restore = signals.install()  # SIGTERM and SIGHUP stop as Ctrl-C does
     try:
         return handler(args)
     except ImageBuildError as err:
@@ -230,9 +232,11 @@ def main(argv: list[str] | None = None) -> int:
     except (TaskError, SandboxError, PredictionsError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        console.print("interrupted")
-        return 130
+    except KeyboardInterrupt as exc:
+        console.print(f"interrupted ({exc or 'Ctrl-C'}): what finished is kept")
+        return signals.exit_code(exc)
+    finally:
+        restore()
 
 
 if __name__ == "__main__":

@@ -29,6 +29,9 @@ _ROOT_ARGS = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("output_r
 ROOT_EXISTED = Path(_ROOT_ARGS[-1] if _ROOT_ARGS else "outputs").exists()
 
 
+STOP_CODES = (129, 130, 143)  # SIGHUP, Ctrl-C, SIGTERM
+
+
 def _fail(message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
     return 2
@@ -80,8 +83,13 @@ def _run_job(cfg: DictConfig, run_dir: Path) -> int:
     from harness.tasks import TaskError
     from runner.run import execute
 
+    from harness import signals
+
     try:
         return execute(conf, plain, run_dir)
+    except KeyboardInterrupt as exc:  # before any rollout started (the runner handles it from then on)
+        print(f"interrupted ({exc or 'Ctrl-C'}) before any rollout started", file=sys.stderr)
+        return signals.exit_code(exc)
     except ImageBuildError as err:
         return _fail(f"image build failed: {err}")
     except (ConfigError, TaskError, SandboxError) as err:
@@ -101,8 +109,8 @@ def main(cfg: DictConfig) -> None:
             raise
         print(f"error: job {HydraConfig.get().job.num} failed: {type(err).__name__}: {err}", file=sys.stderr)
         return
-    # A failing job of a sweep is reported and the sweep goes on; Ctrl-C ends the whole sweep.
-    if code and (not sweeping or code == 130):
+    # A failing job of a sweep is reported and the sweep goes on; a stopping signal ends the whole sweep.
+    if code and (not sweeping or code in STOP_CODES):
         sys.exit(code)
 
 

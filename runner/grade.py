@@ -8,6 +8,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
+from harness import signals
 from runner.config import ConfigError
 
 
@@ -40,9 +41,14 @@ def regrade(run_dir: Path, force: bool = False, rounds: int | None = None, mode:
                                      progress=print, base_map=dict(conf.tasks.base_map))
     grader = Grader(store, conf.grading, images, sandboxes, force=force)
     records = []
-    for record in finished:
-        print(f"grading {record.instance_id} rollout {record.rollout}", flush=True)
-        records.append(grader.result(tasks[record.instance_id], record))
+    try:
+        for record in finished:
+            print(f"grading {record.instance_id} rollout {record.rollout}", flush=True)
+            records.append(grader.result(tasks[record.instance_id], record))
+    except KeyboardInterrupt:
+        # Each new grading report is on disk already (the next run reuses it); results.jsonl stays as it was.
+        write_reports(store, conf, list(tasks))
+        raise
     store.rewrite_results(records)
     write_reports(store, conf, list(tasks))
     return store.report_md
@@ -58,11 +64,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int)
     parser.add_argument("--mode", choices=("interleaved", "gso"))
     args = parser.parse_args(argv)
+    restore = signals.install()  # SIGTERM and SIGHUP stop as Ctrl-C does
     try:
         path = regrade(args.run_dir, args.force, args.rounds, args.mode)
     except (ConfigError, TaskError, SandboxError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as exc:
+        print(f"interrupted ({exc or 'Ctrl-C'}): the gradings finished so far are kept; run again to go on",
+              file=sys.stderr)
+        return signals.exit_code(exc)
+    finally:
+        restore()
     print(f"report: {path}")
     return 0
 

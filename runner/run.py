@@ -6,19 +6,19 @@ grading (`after`: once all rollouts are done; `stream`: in a background thread a
 -> reports. Re-running the same command resumes in the same directory: a rollout whose result file
 exists is kept, any other is run again.
 
-Interrupts: the first Ctrl-C stops launching, ends running rollouts (their sandboxes are removed at
-once) and keeps everything finished; a second Ctrl-C removes this process's sandboxes and exits.
+Interrupts: the first Ctrl-C, SIGTERM or SIGHUP stops launching, ends running rollouts (their sandboxes
+are removed at once), keeps everything finished, writes the reports and exits 130, 143 or 129; a second
+signal removes this process's sandboxes and exits at once (`harness.signals`).
 """
 from __future__ import annotations
 
-import os
 import queue
-import signal
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from harness import signals
 from harness.models.loader import litellm_module
 from harness.sandbox.providers import provider
 from harness.tasks.task import Task
@@ -46,6 +46,7 @@ class Runner:
         self.live: dict[tuple[str, int], Live] = {}
         self.lock = threading.Lock()
         self.stopping: ExitReason | None = None  # None, INTERRUPTED or RUN_COST_LIMIT
+        self.exit_code = 130  # the interrupting signal's: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP
         self.grading_phase = False
         self.progress: Progress | None = None
         self.grade_queue: queue.Queue[RolloutRecord | None] = queue.Queue()
@@ -53,6 +54,33 @@ class Runner:
 
     # ---------------------------------------------------------------- entry
     def run(self) -> int:
+        # Until rollouts start, a signal stops the checks and image builds at once (Stopped).
+        restore = signals.install()
+        try:
+            planned, todo, done_before = self._prepare()
+        finally:
+            restore()
+        restore = signals.install(first=self._on_signal, second=lambda: self.sandboxes.cleanup("mine"))
+        try:
+            self._run_rollouts(todo, done_before)
+            if self.stopping == ExitReason.INTERRUPTED:
+                raise RunInterrupted
+            self.grading_phase = True
+            self._record_all(planned)
+        except (RunInterrupted, KeyboardInterrupt):
+            write_reports(self.store, self.conf, list(self.tasks))
+            kept = len(self.store.results())
+            print(f"interrupted: {kept} finished rollouts kept in {self.store.root}; "
+                  "run the same command again to resume", flush=True)
+            return self.exit_code
+        finally:
+            restore()
+        report = write_reports(self.store, self.conf, list(self.tasks))
+        self._print_summary(report)
+        return 0
+
+    def _prepare(self) -> tuple[list[Planned], list[Planned], list[RolloutRecord]]:
+        """Checks, images, the plan: what is to run and what finished before (resume)."""
         # litellm's import takes seconds: it runs beside the checks, and before any rollout's clock starts.
         importer = threading.Thread(target=litellm_module, daemon=True)
         importer.start()
@@ -75,24 +103,7 @@ class Runner:
         self.rollouts = RolloutRunner(self.conf, self.store, self.sandboxes)
         self.grader = Grader(self.store, self.conf.grading, images, self.sandboxes)
         self.tasks = {t.id: t for t in tasks}
-        previous = signal.signal(signal.SIGINT, self._on_sigint)
-        try:
-            self._run_rollouts(todo, done_before)
-            if self.stopping == ExitReason.INTERRUPTED:
-                raise RunInterrupted
-            self.grading_phase = True
-            self._record_all(planned)
-        except (RunInterrupted, KeyboardInterrupt):
-            write_reports(self.store, self.conf, list(self.tasks))
-            kept = len(self.store.results())
-            print(f"interrupted: {kept} finished rollouts kept in {self.store.root}; "
-                  "run the same command again to resume", flush=True)
-            return 130
-        finally:
-            signal.signal(signal.SIGINT, previous)
-        report = write_reports(self.store, self.conf, list(self.tasks))
-        self._print_summary(report)
-        return 0
+        return planned, todo, done_before
 
     # ---------------------------------------------------------------- rollouts
     def _run_rollouts(self, todo: list[Planned], done_before: list[RolloutRecord]) -> None:
@@ -167,13 +178,12 @@ class Runner:
             item.stop_reason = ExitReason.RUN_COST_LIMIT
             item.stop.set()
 
-    def _on_sigint(self, _signum: int, _frame: Any) -> None:
-        if self.stopping == ExitReason.INTERRUPTED:  # the second Ctrl-C: out at once, sandboxes removed
-            print("\nsecond interrupt: removing containers and exiting now", flush=True)
-            self.sandboxes.cleanup("mine")
-            os._exit(130)
+    def _on_signal(self, signum: int) -> None:
+        """The first Ctrl-C, SIGTERM or SIGHUP (the second one exits at once: `harness.signals`)."""
         self.stopping = ExitReason.INTERRUPTED
-        print("\ninterrupted: stopping rollouts (Ctrl-C again to exit at once)", flush=True)
+        self.exit_code = 128 + signum
+        print(f"\ninterrupted ({signals.NAMES.get(signum, signum)}): stopping rollouts (a second signal exits at "
+              "once)", flush=True)
         with self.lock:
             live = list(self.live.values())
         for item in live:
@@ -183,7 +193,7 @@ class Runner:
             if box is not None:  # ends the command in flight now instead of at its timeout
                 threading.Thread(target=close_quietly, args=(box,), daemon=True).start()
         if self.grading_phase:
-            raise KeyboardInterrupt
+            raise signals.Stopped(signum)
 
     # ---------------------------------------------------------------- grading
     def _grade_one(self, record: RolloutRecord) -> None:

@@ -3,6 +3,8 @@ a report per instance and a summary with Opt@1 / Opt@K."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -90,3 +92,34 @@ def test_grade_two_rollouts_end_to_end(tmp_path: Path) -> None:
     # Different grading settings do not reuse them.
     third = _cli("grade", "--predictions", files[0], "--tasks", str(tasks), "--out", str(out), "--rounds", "1")
     assert third.returncode == 0 and "already graded" not in third.stderr
+
+
+@pytest.mark.docker
+def test_sigterm_while_grading_keeps_what_finished(tmp_path: Path) -> None:
+    from tests.test_runner import containers_of, wait_for
+
+    tasks = tmp_path / "tasks"
+    task = write_task(tasks)
+    gold = (task / "expert.patch").read_text()
+    files = []
+    for i in range(4):
+        path = tmp_path / f"rollout_{i}.jsonl"
+        patch = gold if i % 2 else SLOW_PATCH
+        path.write_text(json.dumps({"instance_id": "tiny", "model_patch": patch, "model_name_or_path": "m"}) + "\n")
+        files.append(str(path))
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "grade", "--predictions", *files, "--tasks", str(tasks),
+                             "--out", str(out), "--rounds", "2"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        wait_for(lambda: (out / "rollout_0" / "tiny" / "report.json").exists(), 300, "the first report")
+        wait_for(lambda: bool(containers_of(proc.pid)), 120, "the next grading's containers")
+        proc.send_signal(signal.SIGTERM)
+        output, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 143 and "Traceback" not in output, output[-2000:]
+    assert not containers_of(proc.pid)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["interrupted"] and summary["statuses"] == {"passed": 1}  # what was graded is summarised

@@ -161,7 +161,10 @@ def test_sigkill_then_the_same_command_resumes_without_duplicates(slow_dir: Path
     assert not containers_of(proc.pid) and not containers_of(done.pid)
 
 
-def test_ctrl_c_stops_quickly_keeps_finished_rollouts_and_removes_containers(slow_dir: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)],
+                         ids=["ctrl_c", "sigterm", "sighup"])
+def test_a_signal_stops_quickly_keeps_finished_rollouts_and_removes_containers(
+        signum: int, code: int, slow_dir: Path, tmp_path: Path) -> None:
     proc = start_runner("scaffold=mini_swe", f"tasks.selector={slow_dir}", "rollouts=4", "parallel=1",
                         "grade=none", "budget.wall_clock_s=4", out=tmp_path)
     try:
@@ -171,17 +174,36 @@ def test_ctrl_c_stops_quickly_keeps_finished_rollouts_and_removes_containers(slo
         wait_for(lambda: [c.labels.get("optrunner.rollout") for c in containers_of(proc.pid)] == ["1"], 60,
                  "the second rollout's container alone")
         sent = time.time()
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         output, _ = proc.communicate(timeout=30)
         elapsed = time.time() - sent
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 130, output[-2000:]
+    assert proc.returncode == code, output[-2000:]
     assert elapsed < 10 and "Traceback" not in output
     assert not containers_of(proc.pid)
     records = results(run_dir(tmp_path))
     assert [r["rollout"] for r in records] == [0]  # the finished one is kept, the interrupted one is not
+    report = json.loads((run_dir(tmp_path) / "report.json").read_text())
+    assert report["summary"]["n_rollouts"] == 1 and (run_dir(tmp_path) / "report.md").exists()
+
+
+def test_a_second_signal_exits_at_once_and_removes_containers(slow_dir: Path, tmp_path: Path) -> None:
+    proc = start_runner("scaffold=mini_swe", f"tasks.selector={slow_dir}", "rollouts=2", "parallel=2",
+                        "grade=none", "budget.wall_clock_s=60", out=tmp_path)
+    try:
+        wait_for(lambda: len(containers_of(proc.pid)) == 2, 120, "both rollouts' containers")
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.1)  # the first one is being handled: rollouts are stopping
+        proc.send_signal(signal.SIGTERM)
+        output, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 143, output[-2000:]
+    assert "second signal" in output and "Traceback" not in output
+    assert not containers_of(proc.pid)
 
 
 def test_wall_clock_limit_ends_the_rollout_and_its_partial_diff_is_graded(slow_dir: Path, tmp_path: Path) -> None:

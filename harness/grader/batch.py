@@ -22,12 +22,30 @@ def grade_predictions(rollouts: list[list[Prediction]], tasks: list[Task], image
                       config: GradeConfig, out: Path, log: Log) -> dict[str, Any]:
     """Grade every prediction of every rollout file; write one report each, then the summary.
 
-    A report already on disk for the same patch and grading config is reused (resume after a crash).
+    A report already on disk for the same patch and grading config is reused (resume after a crash). When
+    interrupted (Ctrl-C, SIGTERM, SIGHUP), the summary of what was graded is written, marked `interrupted`.
     """
     by_id = {t.id: t for t in tasks}
     reports: list[dict[str, dict[str, Any]]] = []
+    try:
+        _grade_all(rollouts, tasks, by_id, images, config, out, log, reports)
+    except KeyboardInterrupt:
+        if reports:
+            summary = summarize_reports(reports, [t.id for t in tasks], config.p)
+            write_json(out / "summary.json", {**summary, "interrupted": True}, indent=2)
+        raise
+    summary = summarize_reports(reports, [t.id for t in tasks], config.p)
+    write_json(out / "summary.json", summary, indent=2)
+    return summary
+
+
+def _grade_all(rollouts: list[list[Prediction]], tasks: list[Task], by_id: dict[str, Task],
+               images: dict[str, TaskImages], config: GradeConfig, out: Path, log: Log,
+               reports: list[dict[str, dict[str, Any]]]) -> None:
+    """Grade rollout after rollout, appending each one's reports to `reports` as they are written."""
     for index, predictions in enumerate(rollouts):
         done: dict[str, dict[str, Any]] = {}
+        reports.append(done)
         for pred in predictions:
             path = out / f"rollout_{index}" / pred.instance_id / "report.json"
             report = _stored(path, pred, config)
@@ -40,14 +58,10 @@ def grade_predictions(rollouts: list[list[Prediction]], tasks: list[Task], image
             else:
                 log(f"rollout {index}: {pred.instance_id} already graded, reusing {path}")
             done[pred.instance_id] = report
-        reports.append(done)
         # GSO's own layout beside ours, so its run reports and Opt@K merge read these gradings
         write_gso_layout(out, f"rollout_{index}", {p.instance_id: {"model_patch": p.model_patch,
                                                                    "model_name_or_path": p.model_name_or_path}
                                                    for p in predictions}, done, [t.id for t in tasks])
-    summary = summarize_reports(reports, [t.id for t in tasks], config.p)
-    write_json(out / "summary.json", summary, indent=2)
-    return summary
 
 
 def _stored(path: Path, pred: Prediction, config: GradeConfig) -> dict[str, Any] | None:
