@@ -5,6 +5,7 @@ names carry the process and thread, so concurrent writers never share one.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import threading
@@ -15,12 +16,44 @@ from typing import Any
 def write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a full disk leaves no half-written temp file behind
+        raise
 
 
 def write_json(path: Path, data: Any, indent: int = 1) -> None:
     write_text(path, json.dumps(data, indent=indent, default=str))
+
+
+# Errors that say the output location cannot take more writes: reported in one line, not as a crash.
+WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+def write_problem(err: OSError, where: str | None = None) -> str | None:
+    """One line for an error that means nothing more can be written there (at `where`, default the file the
+    error names), or None for any other error."""
+    if err.errno not in WRITE_ERRNOS:
+        return None
+    where = where or err.filename or "the output directory"
+    fix = "free some space" if err.errno in (errno.ENOSPC, errno.EDQUOT) else "choose a writable location"
+    return f"cannot write to {where}: {err.strerror} ({fix}, e.g. output_root=DIR)"
+
+
+def check_writable(path: Path) -> str | None:
+    """Whether a directory can be created at `path` (tried in its nearest existing ancestor, then removed)."""
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        test = probe / f".optrunner-write-test-{os.getpid()}"
+        test.mkdir()
+        test.rmdir()
+    except OSError as err:
+        return write_problem(err, str(probe)) or f"cannot write to {probe}: {err.strerror}"
+    return None
 
 
 def read_json(path: Path) -> Any:

@@ -26,7 +26,8 @@ register_schemas()
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 # Hydra creates the run directory before the job starts; whether the output root existed is known only now.
 _ROOT_ARGS = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("output_root=")]
-ROOT_EXISTED = Path(_ROOT_ARGS[-1] if _ROOT_ARGS else "outputs").exists()
+OUTPUT_ROOT = Path(_ROOT_ARGS[-1] if _ROOT_ARGS else "outputs")
+ROOT_EXISTED = OUTPUT_ROOT.exists()
 
 
 STOP_CODES = (129, 130, 143)  # SIGHUP, Ctrl-C, SIGTERM
@@ -84,9 +85,14 @@ def _run_job(cfg: DictConfig, run_dir: Path) -> int:
     from runner.run import execute
 
     from harness import signals
+    from harness.atomic import write_problem
 
     try:
         return execute(conf, plain, run_dir)
+    except OSError as err:
+        if (problem := write_problem(err, str(run_dir))) is None:
+            raise
+        return _fail(f"{problem}; what finished is kept: run the same command again to resume")
     except KeyboardInterrupt as exc:  # before any rollout started (the runner handles it from then on)
         print(f"interrupted ({exc or 'Ctrl-C'}) before any rollout started", file=sys.stderr)
         return signals.exit_code(exc)
@@ -115,4 +121,9 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    from harness.atomic import check_writable
+
+    # Hydra creates the run directory before the job starts: a read-only or full location must be one line.
+    if (problem := check_writable(OUTPUT_ROOT)) is not None:
+        sys.exit(_fail(problem))
     main()

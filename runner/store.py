@@ -123,7 +123,10 @@ class RunStore:
     def append_result(self, record: ResultRecord) -> None:
         with self._lock:
             self.results_path.parent.mkdir(parents=True, exist_ok=True)
-            with self.results_path.open("a") as fh:
+            with self.results_path.open("a+") as fh:
+                fh.seek(0, os.SEEK_END)
+                if fh.tell() and not _ends_with_newline(self.results_path):
+                    fh.write("\n")  # a line torn by a crash or a full disk must not swallow this one
                 fh.write(json.dumps(record.to_dict(), default=str) + "\n")
                 fh.flush()
                 os.fsync(fh.fileno())
@@ -164,3 +167,9 @@ class RunStore:
         for index, rows in by_index.items():
             write_text(self.root / "predictions" / f"rollout_{index}.jsonl",
                        "".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as fh:
+        fh.seek(-1, os.SEEK_END)
+        return fh.read(1) == b"\n"
