@@ -101,6 +101,16 @@ def _scaffold_lines(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _check_lines(checks: list[dict[str, Any]]) -> list[str]:
+    """The model access checks (one tiny request per invocation), apart from the rollouts' cost."""
+    if not checks:
+        return []
+    costs = [c.get("cost_usd") for c in checks]
+    known = all(c is not None for c in costs)
+    return [f"| model access checks | {len(checks)} calls, {_money(sum(c or 0.0 for c in costs), known)} "
+            "(not in the cost above) |"]
+
+
 def render_markdown(report: dict[str, Any], run_dir: str, grading: str = "") -> str:
     s = report["summary"]
     sysinfo = s["system"]
@@ -123,7 +133,7 @@ def render_markdown(report: dict[str, Any], run_dir: str, grading: str = "") -> 
               f"| tokens (input / cached / output) | {s['tokens']['input']} / {s['tokens']['cached']} / "
               f"{s['tokens']['output']} |",
               f"| mean steps | {_fmt(s['mean_steps'], 1)} |", f"| rollout wall time | {s['wall_time_s']:.0f} s |"]
-    lines += _scaffold_lines(report) + [""]
+    lines += _scaffold_lines(report) + _check_lines(report.get("model_checks") or []) + [""]
     lines += ["## Tasks", "", "| task | rollout | exit | steps | status | opt_base | opt_commit | hm vs expert | "
               "score | cost |", "|---|---|---|---|---|---|---|---|---|---|"]
     for tid, task in report["tasks"].items():
@@ -145,6 +155,8 @@ def render_markdown(report: dict[str, Any], run_dir: str, grading: str = "") -> 
 def write_reports(store: RunStore, conf: RunConf, task_ids: list[str]) -> dict[str, Any]:
     records = store.results()
     report = build_report(records, conf, task_ids)
+    if checks := store.checks():
+        report["model_checks"] = checks  # only when a real model was checked: old runs rebuild identically
     g = conf.grading
     grading = (f" Graded with {g.rounds} rounds ({g.mode}, {g.stat}), Opt at p = {g.p:g}, GSO's {g.gso_version} "
                f"verdict (round(gm, 1) >= {g.min_speedup:g}).") if conf.grade != "none" else ""

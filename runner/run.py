@@ -22,7 +22,8 @@ from harness import signals
 from harness.models.loader import litellm_module
 from harness.sandbox.providers import provider
 from harness.tasks.task import Task
-from runner.config import RunConf
+from harness.models.records import CallRecord
+from runner.config import ConfigError, RunConf
 from runner.executors import make_executor
 from runner.grading import Grader, graded
 from runner.plan import Planned, plan, select
@@ -85,8 +86,11 @@ class Runner:
         importer = threading.Thread(target=litellm_module, daemon=True)
         importer.start()
         tasks = select(self.conf)  # config errors first: nothing has started yet
+        check = self._check_model()
         self.sandboxes.ensure_ready()
         resuming = self.store.bind_config(self.plain)
+        if check is not None:
+            self.store.append_check(check.to_dict())
         removed = self.sandboxes.cleanup("orphans")  # containers of earlier runs that were killed
         images = self.sandboxes.ensure_images(tasks, self.conf.sandbox.base_image,
                                               progress=lambda m: print(m, flush=True),
@@ -104,6 +108,19 @@ class Runner:
         self.grader = Grader(self.store, self.conf.grading, images, self.sandboxes)
         self.tasks = {t.id: t for t in tasks}
         return planned, todo, done_before
+
+    def _check_model(self) -> CallRecord | None:
+        """One minimal request before any container starts: a refused key or an unknown model stops the run
+        here, in one line, instead of in every rollout. Returns the probe's call record (its cost is the
+        run's, reported beside the rollouts')."""
+        from harness.models.preflight import check_access
+
+        result = check_access(self.conf.model)
+        if result.problem:
+            raise ConfigError(result.problem)
+        if result.warning:
+            print(f"warning: {result.warning}", flush=True)
+        return result.record
 
     # ---------------------------------------------------------------- rollouts
     def _run_rollouts(self, todo: list[Planned], done_before: list[RolloutRecord]) -> None:

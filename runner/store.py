@@ -136,6 +136,29 @@ class RunStore:
         with self._lock:
             write_text(self.results_path, "".join(json.dumps(r.to_dict(), default=str) + "\n" for r in records))
 
+    # ---------------------------------------------------------------- the model access checks
+    @property
+    def checks_path(self) -> Path:
+        return self.root / "model_checks.jsonl"
+
+    def append_check(self, record: dict[str, Any]) -> None:
+        """The call record of one access check (a one-token request before the run started)."""
+        with self._lock, self.checks_path.open("a") as fh:
+            fh.write(json.dumps(record, default=str) + "\n")
+
+    def checks(self) -> list[dict[str, Any]]:
+        try:
+            lines = self.checks_path.read_text().splitlines()
+        except OSError:
+            return []
+        out = []
+        for line in lines:
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+        return out
+
     # ---------------------------------------------------------------- reports and predictions
     def write_report(self, report: dict[str, Any], markdown: str) -> None:
         write_json(self.root / "report.json", report)

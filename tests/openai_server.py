@@ -5,7 +5,12 @@ The server answers from a queue of scripted `Reply`s, one per request, in order:
 headers (e.g. `Retry-After`), a JSON body or raw bytes (a malformed body), and a delay before answering
 (a slow provider). It records every request it received, so a test can assert on what was sent and on
 how many requests were made (i.e. how many retries happened). When the queue runs dry it answers 500, so
-a test that expected fewer requests fails loudly instead of hanging.
+a test that expected fewer requests fails loudly instead of hanging, unless the server has a `policy`:
+a function answering whatever the queue does not (e.g. `rate_limit_storm`: a seeded share of 429s with
+Retry-After, the rest completions with random token counts). The server counts the completions it
+answered and the tokens their `usage` reported (`answered`, `prompt_tokens`, `completion_tokens`), and
+stamps each request with its answer's status and time, so a concurrency test can check both the
+accounting and that nobody sent a request while a Retry-After pause was running.
 
 Routes: `POST /v1/chat/completions` and `/chat/completions` (OpenAI), `POST /v1/messages` and `/messages`
 (Anthropic, so a `claude` model can be pointed here to see the cache_control breakpoints litellm sends).
@@ -18,9 +23,11 @@ Routes: `POST /v1/chat/completions` and `/chat/completions` (OpenAI), `POST /v1/
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -46,6 +53,12 @@ class Received:
     headers: dict[str, str]
     body: Any  # parsed JSON, or the raw text when it was not JSON
     at: float  # time.monotonic() when it arrived
+    status: int | None = None  # the answer's status, once sent
+    answered_at: float | None = None  # time.monotonic() when the answer was sent
+    reply: Reply | None = None
+
+
+Policy = Callable[[Received], Reply]
 
 
 # ---------------------------------------------------------------- bodies
@@ -76,23 +89,56 @@ def error(status_message: str, code: str | None = None, type_: str = "invalid_re
     return {"error": {"message": status_message, "type": type_, "param": None, "code": code}}
 
 
-def anthropic_message(text: str = "ok", input_tokens: int = 10, output_tokens: int = 5) -> dict[str, Any]:
-    """An Anthropic /v1/messages body."""
+def anthropic_message(text: str = "ok", input_tokens: int = 10, output_tokens: int = 5,
+                      content: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """An Anthropic /v1/messages body; `content` (blocks: thinking, text, tool_use) replaces the text."""
+    blocks = content if content is not None else [{"type": "text", "text": text}]
+    stop = "tool_use" if any(b.get("type") == "tool_use" for b in blocks) else "end_turn"
     return {"id": "msg_test", "type": "message", "role": "assistant", "model": "claude-test",
-            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
+            "content": blocks, "stop_reason": stop, "stop_sequence": None,
             "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
                       "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}
 
 
-# ---------------------------------------------------------------- the server
-class OpenAIServer:
-    """Start on enter (127.0.0.1, a free port), stop on exit. Thread-safe queue and request log."""
+def rate_limit_storm(share: float = 0.3, retry_after: str = "0.5", seed: int = 0,
+                     headers: dict[str, str] | None = None) -> Policy:
+    """A policy: a seeded random `share` of requests get 429 with `Retry-After: retry_after` (plus
+    `headers`), the others a completion whose token counts are random too (so sums are meaningful)."""
+    rng = random.Random(seed)
+    lock = threading.Lock()
 
-    def __init__(self) -> None:
+    def answer(_received: Received) -> Reply:
+        with lock:  # handler threads share the generator; draws stay reproducible per request order
+            limited = rng.random() < share
+            prompt, completion_ = rng.randint(5, 500), rng.randint(1, 200)
+        if limited:
+            return Reply(status=429, headers={"Retry-After": retry_after, **(headers or {})},
+                         body=error("Rate limit reached for requests", type_="requests", code="rate_limit_exceeded"))
+        return Reply(body=completion("ok", usage_=usage(prompt=prompt, completion=completion_)))
+
+    return answer
+
+
+# ---------------------------------------------------------------- the server
+class _Server(ThreadingHTTPServer):
+    # The default listen backlog (5) overflows when 16 clients connect at once: the kernel then resets
+    # some connections, which the client sees as transient errors a real provider would not cause.
+    request_queue_size = 128
+
+
+class OpenAIServer:
+    """Start on enter (127.0.0.1, a free port), stop on exit. Thread-safe queue and request log.
+    `policy`: answers requests the queue has no reply for (default: none, a 500)."""
+
+    def __init__(self, policy: Policy | None = None) -> None:
         self.requests: list[Received] = []
+        self.policy = policy
+        self.answered = 0  # 200 answers with a `usage`
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
+        self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
 
     # -- scripting
@@ -105,7 +151,19 @@ class OpenAIServer:
             self.requests.append(received)
             if self._replies:
                 return self._replies.popleft()
+        if self.policy is not None:
+            return self.policy(received)
         return Reply(status=500, body=error("test server: no scripted reply left", type_="server_error"))
+
+    def _answered(self, received: Received, reply: Reply) -> None:
+        """Stamp the request and count the tokens a completion reported (Anthropic's names too)."""
+        with self._lock:
+            received.status, received.answered_at, received.reply = reply.status, time.monotonic(), reply
+            used = (reply.body or {}).get("usage") if reply.status == 200 and reply.raw is None else None
+            if isinstance(used, dict):
+                self.answered += 1
+                self.prompt_tokens += int(used.get("prompt_tokens", used.get("input_tokens", 0)) or 0)
+                self.completion_tokens += int(used.get("completion_tokens", used.get("output_tokens", 0)) or 0)
 
     @property
     def port(self) -> int:
@@ -118,7 +176,7 @@ class OpenAIServer:
 
     # -- lifecycle
     def __enter__(self) -> OpenAIServer:
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._httpd = _Server(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True  # a handler still sleeping on a timed-out request must not block exit
         # A short poll interval: shutdown() waits up to one interval.
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), name="openai-server",
@@ -148,10 +206,11 @@ def _handler_for(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
             if path not in CHAT_PATHS + ANTHROPIC_PATHS:
                 self._send(Reply(status=404, body=error(f"no route {path}", type_="not_found")))
                 return
-            reply = server._next(Received(path, {k.lower(): v for k, v in self.headers.items()}, body,
-                                          time.monotonic()))
+            received = Received(path, {k.lower(): v for k, v in self.headers.items()}, body, time.monotonic())
+            reply = server._next(received)
             if reply.delay_s:
                 time.sleep(reply.delay_s)
+            server._answered(received, reply)  # before sending: the client acts only once it has the answer
             self._send(reply)
 
         def _send(self, reply: Reply) -> None:

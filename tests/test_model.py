@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from harness.models import scripted
+from harness.models import ratelimit, scripted
 from harness.models.config import ModelConfig
 from harness.models.errors import ModelError
+from harness.models.loader import litellm_module
 from harness.models.model import Model
 from harness.models.records import Price, parse_arguments, tool_result
 from tests.openai_server import OpenAIServer, Reply, anthropic_message, completion, error, usage
@@ -25,6 +26,14 @@ MESSAGES = [{"role": "system", "content": "You are a test."}, {"role": "user", "
 BASH_TOOL = {"type": "function", "function": {
     "name": "bash", "description": "Run a command.",
     "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}
+
+
+@pytest.fixture(autouse=True)
+def fresh_limiters() -> Iterator[None]:
+    """Limiters are process-wide: a test's 429s must not pause or narrow the next test's calls."""
+    ratelimit.reset()
+    yield
+    ratelimit.reset()
 
 
 @pytest.fixture
@@ -236,16 +245,22 @@ def test_scripted_model_cost_is_its_price_times_usage() -> None:
     assert m.usage.cost_usd == pytest.approx((first.record.cost_usd or 0) + (second.record.cost_usd or 0))
 
 
-def test_scripted_rate_limit_step_is_retried_with_its_retry_after() -> None:
+def test_scripted_rate_limit_step_waits_its_retry_after_until_the_wait_budget() -> None:
     steps = [{"error": 429, "retry_after": 0.2}, {"finish": "done"}]
-    m = Model(ModelConfig(name="scripted/script", attempts=3, backoff_s=0.001), script=scripted.Script(steps=steps))
+    m = Model(ModelConfig(name="scripted/script", attempts=1, backoff_s=0.001, rate_limit_max_wait_s=0.5),
+              script=scripted.Script(steps=steps))
     started = time.monotonic()
     with pytest.raises(ModelError) as info:
         m.query(MINI_MESSAGES)
-    # The provider is stateless per call index, so every attempt of this call meets the same 429 step.
-    assert info.value.kind == "transient" and "after 3 attempts" in str(info.value)
-    assert time.monotonic() - started >= 0.4  # two waits of the hinted 0.2 s, not of the 1 ms backoff
-    assert scripted.SUBMIT_SENTINEL in m.query(MINI_MESSAGES).content  # the next call moves on
+    # The provider is stateless per call index, so every attempt of this call meets the same 429 step:
+    # 429s do not use up attempts (1 here); the call waits the hinted 0.2 s twice, then gives up at once
+    # since a third pause would exceed the 0.5 s wait budget.
+    assert info.value.kind == "transient" and "rate_limit_max_wait_s=0.5" in str(info.value)
+    assert "\n" not in str(info.value) and "scripted provider error 429" in str(info.value)
+    assert 0.4 <= time.monotonic() - started < 2.0
+    reply = m.query(MINI_MESSAGES)  # the next call moves on, after the pause the last 429 asked for
+    assert scripted.SUBMIT_SENTINEL in reply.content
+    assert reply.record.rate_limited == 0 and reply.record.rate_limit_wait_s > 0.1
 
 
 def test_scripted_provider_is_registered_only_when_a_scripted_model_is_built() -> None:
@@ -268,3 +283,123 @@ def test_scripted_provider_is_registered_only_when_a_scripted_model_is_built() -
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "before False" in done.stdout and "after 1" in done.stdout
+
+
+# ---------------------------------------------------------------- keys
+PROVIDER_KEYS = ("OPENAI_API_KEY", "OPENAI_ADMIN_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
+                 "DEEPSEEK_API_KEY")
+
+
+@pytest.fixture
+def no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in PROVIDER_KEYS:
+        monkeypatch.delenv(name, raising=False)
+
+
+def keyless(server: OpenAIServer, **overrides: Any) -> Model:
+    """A `model=local` as a new user configures it: api_base, a price, no key anywhere."""
+    fields: dict[str, Any] = dict(name="openai/test-model", api_base=server.base_url, price=PRICE, attempts=3,
+                                  backoff_s=0.01)
+    fields.update(overrides)
+    return Model(ModelConfig(**fields))
+
+
+def test_local_server_without_a_key_gets_a_placeholder(server: OpenAIServer, no_keys: None) -> None:
+    server.push(Reply(body=completion("hi")))
+    assert keyless(server).query(MESSAGES).content == "hi"
+    assert [r.headers["authorization"] for r in server.requests] == ["Bearer no-key"]
+
+
+def test_a_configured_key_wins_over_the_placeholder(server: OpenAIServer, no_keys: None,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-standard")
+    monkeypatch.setenv("MY_SERVER_KEY", "sk-mine")
+    server.push(Reply(body=completion("a")), Reply(body=completion("b")))
+    keyless(server).query(MESSAGES)  # litellm reads the provider's own variable
+    keyless(server, api_key_env="MY_SERVER_KEY").query(MESSAGES)
+    assert [r.headers["authorization"] for r in server.requests] == ["Bearer sk-standard", "Bearer sk-mine"]
+
+
+def test_a_server_refusing_the_placeholder_is_an_auth_error_after_one_request(server: OpenAIServer,
+                                                                              no_keys: None) -> None:
+    server.push(*[Reply(status=401, body=error("Invalid API key", code="invalid_api_key"))] * 3)
+    with pytest.raises(ModelError) as info:
+        keyless(server).query(MESSAGES)
+    assert info.value.kind == "auth" and len(server.requests) == 1
+
+
+@pytest.mark.parametrize("name, variable", [("openai/test-model", "OPENAI_API_KEY"),
+                                            ("anthropic/claude-test", "ANTHROPIC_API_KEY"),
+                                            ("gemini/gemini-test", "GEMINI_API_KEY")])
+def test_a_key_missing_on_the_client_side_is_an_auth_error_at_once(name: str, variable: str, no_keys: None,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # No api_base: litellm's client refuses before sending anything ("Missing credentials", wrapped by
+    # litellm as a 500 for OpenAI, a connection error for Gemini). It must not be retried as transient.
+    lm = litellm_module()
+    sent: list[str] = []
+    real = lm.completion
+
+    def counting(**kwargs: Any) -> Any:
+        sent.append(kwargs["model"])
+        return real(**kwargs)
+
+    monkeypatch.setattr(lm, "completion", counting)
+    started = time.monotonic()
+    with pytest.raises(ModelError) as info:
+        Model(ModelConfig(name=name, price=PRICE, attempts=4, backoff_s=1.0)).query(MESSAGES)
+    assert info.value.kind == "auth", str(info.value)
+    assert sent == [name] and time.monotonic() - started < 1.0  # one try, no backoff
+    assert "(no API key: set " in str(info.value) and variable in str(info.value).split("(no API key")[-1]
+    assert "\n" not in str(info.value)
+
+
+def test_an_exhausted_quota_is_permanent(server: OpenAIServer) -> None:
+    server.push(*[Reply(status=429, body=error("You exceeded your current quota, please check your plan and "
+                                               "billing details.", code="insufficient_quota",
+                                               type_="insufficient_quota"))] * 3)
+    exc = expect_error(model(server), "quota")
+    assert "no credit or quota" in str(exc) and len(server.requests) == 1
+
+
+# ---------------------------------------------------------------- reasoning fields
+THOUGHT = "The user wants a listing; run ls first."
+
+
+def deepseek_reply() -> dict[str, Any]:
+    body = completion(None, tool_calls=[{"name": "bash", "arguments": '{"command": "ls"}'}], model="deepseek-reasoner")
+    body["choices"][0]["message"]["reasoning_content"] = THOUGHT
+    return body
+
+
+@pytest.mark.parametrize("name, kwargs", [
+    ("openai/test-model", {}),  # an OpenAI-compatible server (vLLM, SGLang return reasoning_content too)
+    ("deepseek/deepseek-reasoner", {"thinking": {"type": "enabled"}}),  # DeepSeek's thinking mode
+])
+def test_reasoning_content_goes_back_with_the_tool_call_turn(server: OpenAIServer, name: str,
+                                                             kwargs: dict[str, Any]) -> None:
+    server.push(Reply(body=deepseek_reply()), Reply(body=completion("done")))
+    m = model(server, name=name, native_tools=True, kwargs=kwargs)
+    reply = m.query(MESSAGES, tools=[BASH_TOOL])
+    assert reply.message["reasoning_content"] == THOUGHT
+    assert "provider_specific_fields" not in reply.message  # only empty values there ({"refusal": None})
+    json.dumps(reply.message)  # stored in trajectories as is
+    m.query(MESSAGES + [reply.message, tool_result(reply.tool_calls[0], "a.py")], tools=[BASH_TOOL])
+    sent = server.requests[1].body["messages"][-2]
+    # Not litellm's one-space placeholder for DeepSeek, nor nothing: the model's own reasoning.
+    assert sent["role"] == "assistant" and sent["reasoning_content"] == THOUGHT
+
+
+def test_claude_thinking_blocks_go_back_signed(server: OpenAIServer) -> None:
+    thinking = {"type": "thinking", "thinking": THOUGHT, "signature": "sig-abc"}
+    tool_use = {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": "ls"}}
+    server.push(Reply(body=anthropic_message(content=[thinking, tool_use])), Reply(body=anthropic_message("done")))
+    m = Model(ModelConfig(name="anthropic/claude-test", api_base=server.base_url.removesuffix("/v1"), price=PRICE,
+                          attempts=1, native_tools=True, prompt_caching=False), api_key="sk-test")
+    reply = m.query(MESSAGES, tools=[BASH_TOOL])
+    assert reply.message["thinking_blocks"] == [thinking]
+    m.query(MESSAGES + [reply.message, tool_result(reply.tool_calls[0], "a.py")], tools=[BASH_TOOL])
+    assistant = server.requests[1].body["messages"][-2]
+    assert assistant["role"] == "assistant"
+    blocks = assistant["content"]
+    assert blocks[0] == thinking and blocks[-1] == tool_use  # first, as Anthropic requires, and signed
+    assert [b["type"] for b in blocks].count("thinking") == 1  # not repeated from provider_specific_fields

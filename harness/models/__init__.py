@@ -1,9 +1,11 @@
 """The model layer: every LLM call of the project (scaffolds now, the grader's judge next).
 
-config.py    ModelConfig: provider model, key variable, price, timeouts, retries
+config.py    ModelConfig: provider model, key variable, price, timeouts, retries, rate-limit budget
 model.py     Model.query: one litellm call with retries on transient errors, a CallRecord per call
+ratelimit.py the rate limiter shared by every call to one provider model (Retry-After, in-flight window)
+preflight.py check_access: key and one tiny request, before a run starts its containers
 records.py   Price, CallRecord, Usage, ToolCall, ModelReply and message helpers
-errors.py    ModelError and the transient / permanent classification
+errors.py    ModelError and the rate-limit / transient / permanent classification
 loader.py    the lazy, quiet litellm import
 scripted/    offline scripted providers, registered with litellm when a scripted model is built
 

@@ -18,7 +18,13 @@ class ModelConfig:
     prompt_caching: bool | None = None  # None: on for Claude models
     native_tools: bool | None = None  # None: ask litellm whether the model supports function calling
     timeout_s: float = 600.0  # per request
-    attempts: int = 6  # first try + retries on transient errors
+    attempts: int = 6  # first try + retries on transient errors (5xx, connection, timeout); 429s do not count
     backoff_s: float = 1.0  # base of the exponential backoff
     backoff_max_s: float = 60.0
+    # Rate limits (429) pause every call to this model until the provider's Retry-After (shared limiter,
+    # harness/models/ratelimit.py) and do not use up `attempts`. A call gives up (a transient error) only
+    # when it would wait longer than this in total: 15 minutes rides out per-minute and burst limits,
+    # while a key throttled for good still fails instead of hanging the run.
+    rate_limit_max_wait_s: float = 900.0
+    max_in_flight: int | None = None  # cap on concurrent requests to this model (None: only the adaptive window)
     kwargs: dict[str, Any] = field(default_factory=dict)  # passed through (reasoning_effort, max_tokens, ...)

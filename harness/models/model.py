@@ -1,31 +1,59 @@
 """The model layer's entry point: every LLM call of the project goes through `Model.query`.
 
-One call = one litellm `completion` with litellm's own retries off; transient failures (rate limit,
-connection, timeout, 5xx) are retried here with exponential backoff and jitter, honouring a
-`Retry-After` header; everything else (bad request, auth, not found, context window) fails at once.
-Each call yields a `CallRecord` (tokens by kind, USD, latency, finish reason), so cost is accounted per
-step, rollout and run. Scaffolds and the grader's judge both use this layer; it imports nothing of
-theirs.
+One call = one litellm `completion` with litellm's own retries off. Rate limits (429) go through the
+limiter shared by every `Model` of the same provider model (`ratelimit.py`): the whole process waits
+until the provider's `Retry-After`, and the wait is bounded per call by `rate_limit_max_wait_s`, not by
+the attempts. Other transient failures (connection, timeout, 5xx) are retried here within `attempts`,
+with exponential backoff and jitter; everything else (bad request, auth, quota, not found, context
+window) fails at once. Each call yields a `CallRecord` (tokens by kind, USD, latency, finish reason,
+attempts, rate-limit wait), so cost is accounted per step, rollout and run. Scaffolds and the grader's
+judge both use this layer; it imports nothing of theirs.
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
 import time
 from typing import Any
 
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
-
-from harness.models import scripted
+from harness.models import ratelimit, scripted
 from harness.models.config import ModelConfig
-from harness.models.errors import HINTS, ModelError, error_kind, is_transient, retry_after_s
+from harness.models.errors import (HINTS, ModelError, error_kind, first_line, is_rate_limit, is_transient,
+                                   missing_credentials, retry_after_s)
 from harness.models.loader import litellm_module
 from harness.models.records import CallRecord, ModelReply, ToolCall, Usage
 from harness.models.scripted.steps import Script
 
 log = logging.getLogger(__name__)
 _warned_unpriced: set[str] = set()
+# Sent to a server of our own (api_base) when no key is configured: local servers (vLLM, llama.cpp,
+# SGLang) need none, but litellm's OpenAI client refuses to send a request without one.
+PLACEHOLDER_KEY = "no-key"
+# Assistant-message fields the provider needs back on the next turn: DeepSeek's thinking mode answers
+# 400 without `reasoning_content` on tool-call turns; Claude's extended thinking needs its signed
+# `thinking_blocks`; litellm keeps other provider data (e.g. Anthropic's compaction blocks) in
+# `provider_specific_fields`.
+REASONING_FIELDS = ("reasoning_content", "thinking_blocks", "provider_specific_fields")
+
+
+def resolve_api_key(config: ModelConfig, api_key: str | None = None) -> str | None:
+    """The key a `Model` sends: the one given, else `config.api_key_env`'s value; with neither, None lets
+    litellm read the provider's variable (OPENAI_API_KEY, ...); and when that is unset too but
+    `api_base` points at a server of our own, the placeholder."""
+    key = api_key or (os.environ.get(config.api_key_env) if config.api_key_env else None) or None
+    if key or not config.api_base or scripted.is_scripted(config.name):
+        return key
+    return PLACEHOLDER_KEY if provider_key_missing(config.name) else None
+
+
+def provider_key_missing(name: str) -> list[str]:
+    """The provider's key variables litellm would read for this model, when none of them is set."""
+    try:
+        return list(litellm_module().validate_environment(model=name).get("missing_keys") or [])
+    except Exception:  # an unknown provider: litellm cannot say, so nothing is known to be missing
+        return []
 
 
 class Model:
@@ -34,10 +62,12 @@ class Model:
     def __init__(self, config: ModelConfig, temperature: float | None = None, seed: int | None = None,
                  script: Script | None = None, api_key: str | None = None) -> None:
         """`script`: the plain values a scripted model plays from (ignored for real models). `api_key`:
-        normally None (litellm reads the provider's variable, or `config.api_key_env` names it)."""
+        normally None (litellm reads the provider's variable, or `config.api_key_env` names it; a server
+        at `api_base` gets a placeholder when there is none: `resolve_api_key`)."""
         self.config = config
         self.temperature, self.seed = temperature, seed
-        self.api_key = api_key or (os.environ.get(config.api_key_env) if config.api_key_env else None)
+        self.api_key = resolve_api_key(config, api_key)
+        self.limiter = ratelimit.limiter_for(config)  # shared with every Model of this provider model
         self.calls = 0
         self.usage = Usage()
         self._extra_body: dict[str, Any] = {}
@@ -106,34 +136,74 @@ class Model:
     def query(self, messages: list[dict[str, Any]], tools: list[dict] | None = None,
               stop: list[str] | None = None) -> ModelReply:
         lm = litellm_module()
+        cfg = self.config
         request = self._request(messages, tools, stop)
-        attempts = 0
-
-        def wait(state: RetryCallState) -> float:
-            exc = state.outcome.exception() if state.outcome else None
-            backoff = min(self.config.backoff_max_s, self.config.backoff_s * 2 ** (state.attempt_number - 1))
-            backoff *= 0.5 + random.random()  # full jitter around the exponential curve
-            hinted = retry_after_s(exc) if exc else None
-            return min(self.config.backoff_max_s, max(backoff, hinted or 0.0))
-
+        attempts = failures = rate_limited = 0  # requests sent; of them, failed (not 429); 429s
+        waited = gate_waited = 0.0  # held back by the limiter; of it, waiting for a Retry-After pause
+        last_429: Exception | None = None
         started = time.time()
         try:
-            for attempt in Retrying(stop=stop_after_attempt(self.config.attempts), wait=wait,
-                                    retry=retry_if_exception(is_transient), reraise=True):
-                with attempt:
-                    attempts += 1
+            while True:
+                try:
+                    ticket = self.limiter.acquire(cfg.rate_limit_max_wait_s - gate_waited)
+                except ratelimit.RateLimitWaitExceeded as exc:
+                    last = f": {first_line(last_429)}" if last_429 else ""
+                    raise ModelError("transient", f"{cfg.name}: transient error: {exc} (the limit is "
+                                                  f"model.rate_limit_max_wait_s={cfg.rate_limit_max_wait_s:g}){last}"
+                                     ) from last_429
+                gate_waited += ticket.gate_wait_s
+                waited += ticket.waited_s
+                attempts += 1
+                try:
                     response = lm.completion(**request)
-        except Exception as exc:  # noqa: BLE001 - every provider error becomes one clear ModelError
-            kind = error_kind(exc)
-            first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-            suffix = f" after {attempts} attempts" if kind == "transient" else ""
-            raise ModelError(kind, f"{self.config.name}: {kind} error{suffix}: {first_line}"
-                                   f"{HINTS.get(kind, '')}") from exc
+                except Exception as exc:  # noqa: BLE001 - every provider error becomes one clear ModelError
+                    if is_rate_limit(exc):
+                        rate_limited += 1
+                        last_429 = exc
+                        self.limiter.rate_limited(ticket, self._rate_limit_pause(exc, rate_limited))
+                        continue
+                    self.limiter.failed(ticket)
+                    failures += 1
+                    if is_transient(exc) and failures < cfg.attempts:
+                        time.sleep(self._backoff(exc, failures))
+                        continue
+                    raise self._error(exc, failures, rate_limited) from exc
+                except BaseException:  # interrupted: give the slot back
+                    self.limiter.failed(ticket)
+                    raise
+                self.limiter.succeeded(ticket)
+                break
         finally:
             self.calls += 1
         record = self._record(response, started, attempts)
+        record.rate_limited, record.rate_limit_wait_s = rate_limited, waited
         self.usage.add(record)
         return self._reply(response, record)
+
+    def _rate_limit_pause(self, exc: Exception, count: int) -> float:
+        """How long every call of this model waits after a 429: the provider's Retry-After when it sent
+        one (honoured as is), else the exponential backoff of this call's `count`-th 429, with jitter."""
+        hinted = retry_after_s(exc)
+        if hinted is not None:
+            return hinted
+        return min(self.config.backoff_max_s, self.config.backoff_s * 2 ** (count - 1)) * (0.5 + random.random())
+
+    def _backoff(self, exc: Exception, failures: int) -> float:
+        """The wait before retrying a transient failure: exponential with full jitter, at least a
+        Retry-After hint (a 503 may send one), at most backoff_max_s."""
+        backoff = min(self.config.backoff_max_s, self.config.backoff_s * 2 ** (failures - 1))
+        backoff *= 0.5 + random.random()
+        return min(self.config.backoff_max_s, max(backoff, retry_after_s(exc) or 0.0))
+
+    def _error(self, exc: Exception, failures: int, rate_limited: int) -> ModelError:
+        kind = error_kind(exc)
+        suffix, hint = "", HINTS.get(kind, "")
+        if kind == "transient":
+            suffix = f" after {failures} attempts" + (f" and {rate_limited} rate limits" if rate_limited else "")
+        if missing_credentials(exc):  # refused before sending: say which variable litellm looked for
+            variables = " or ".join(provider_key_missing(self.config.name)) or "the provider's key variable"
+            hint = f" (no API key: set {variables}, or model.api_key_env)"
+        return ModelError(kind, f"{self.config.name}: {kind} error{suffix}: {first_line(exc)}{hint}")
 
     def _record(self, response: Any, started: float, attempts: int) -> CallRecord:
         usage = getattr(response, "usage", None)
@@ -169,4 +239,18 @@ class Model:
         if calls:
             out["tool_calls"] = [{"id": c.id, "type": "function",
                                   "function": {"name": c.name, "arguments": c.arguments}} for c in calls]
+        # Kept so the scaffold's history sends them back (litellm forwards them: see REASONING_FIELDS).
+        for key in REASONING_FIELDS:
+            value = _plain(getattr(message, key, None))
+            if isinstance(value, dict):  # e.g. {"refusal": None} from every OpenAI reply: nothing to keep
+                value = {k: v for k, v in value.items() if v not in (None, "", [], {})}
+            if value:
+                out[key] = value
         return ModelReply(content=content, tool_calls=calls, record=record, message=out)
+
+
+def _plain(value: Any) -> Any:
+    """JSON values only (pydantic objects dumped), since messages are stored in trajectories."""
+    if value is None:
+        return None
+    return json.loads(json.dumps(value, default=lambda o: o.model_dump() if hasattr(o, "model_dump") else str(o)))

@@ -30,7 +30,12 @@ class CallRecord:
     reasoning_tokens: int
     cost_usd: float | None  # None: the model has no known price
     finish_reason: str | None
-    attempts: int
+    attempts: int  # requests sent for this call, rate-limited ones included
+    # Added later, so they default (old trajectories load): how many answers were 429, and the seconds
+    # the shared rate limiter held this call back (Retry-After pauses, waiting for a slot in flight).
+    # latency_s includes this wait.
+    rate_limited: int = 0
+    rate_limit_wait_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
