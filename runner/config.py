@@ -183,6 +183,9 @@ def _check(conf: RunConf) -> None:
     problems = conf.budget.problems()
     if problems:
         raise ConfigError(f"budget.{problems[0]}")
+    problems = conf.model.problems()
+    if problems:
+        raise ConfigError(f"model.{problems[0]}")
     model = conf.model
     if model.name.startswith("scripted/replay") and not model.run_dir:
         raise ConfigError("model=replay needs model.run_dir=PATH (the run whose trajectories to replay)")

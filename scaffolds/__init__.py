@@ -3,13 +3,17 @@
 Each runs one task in one sandbox with one model (`harness.models`) and returns an `Episode`
 (`episode.py`), through the shared `Recorder` (`recorder.py`). SCAFFOLDS maps a name to its class and
 config class; modules are imported on demand so the runner's start-up stays fast.
-`make_scaffold(name, options)` builds one; `check_options` says in one line what is wrong with
-options before anything starts.
+`make_scaffold(name, options)` builds one; `make_config` says in one line what is wrong with options
+before anything starts: an unknown name, a value of the wrong type (against the config's annotations), a
+negative number, or zero where the config does not list the field in `ZERO_ALLOWED`, and whatever the
+config's own `__post_init__` refuses.
 """
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import types
+import typing
 from typing import Any
 
 # name -> (module, scaffold class, config class)
@@ -37,10 +41,36 @@ def make_config(name: str, options: dict[str, Any] | None = None) -> Any:
     unknown = sorted(set(options) - set(known))
     if unknown:
         raise ValueError(f"unknown option {unknown[0]!r} for scaffold {name} (known: {', '.join(known)})")
+    hints = typing.get_type_hints(config_cls)
+    zero_ok = getattr(config_cls, "ZERO_ALLOWED", ())
+    for key, value in options.items():
+        problem = _value_problem(value, hints[key], key in zero_ok)
+        if problem:
+            raise ValueError(f"scaffold {name}: option {key!r} {problem}, got {value!r}")
     try:
         return config_cls(**options)
     except (TypeError, ValueError) as err:
         raise ValueError(f"scaffold {name}: {err}") from None
+
+
+def _value_problem(value: Any, annotation: Any, zero_ok: bool) -> str | None:
+    """Why `value` does not fit a config field annotated `annotation` (bool, int, float, str, or X | None)."""
+    allowed = typing.get_args(annotation) if isinstance(annotation, types.UnionType) else (annotation,)
+    if value is None:
+        return None if type(None) in allowed else "must not be null"
+    kinds = [k for k in allowed if k is not type(None)]
+    if bool in kinds:
+        return None if isinstance(value, bool) else "must be true or false"
+    if int in kinds or float in kinds:
+        number = isinstance(value, int) and not isinstance(value, bool) or float in kinds and isinstance(value, float)
+        if not number:
+            return "must be a whole number" if float not in kinds else "must be a number"
+        if value < 0 or value == 0 and not zero_ok:
+            return "must be 0 or more" if zero_ok else "must be positive"
+        return None
+    if str in kinds and not isinstance(value, str):
+        return "must be a string"
+    return None
 
 
 def make_scaffold(name: str, options: dict[str, Any] | None = None) -> Any:

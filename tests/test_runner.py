@@ -263,10 +263,16 @@ def test_spend_of_retried_attempts_is_kept(tasks_dir: Path, tmp_path: Path) -> N
     # every layer's own options are checked before anything starts
     (["+scaffold.options.bogus=1"], "unknown option 'bogus' for scaffold codeact"),
     (["scaffold=mini_swe", "+scaffold.options.mode=chat"], "mini_swe mode must be 'text' or 'tool'"),
+    (["+scaffold.options.observation_limit=lots"], "option 'observation_limit' must be a whole number"),
+    (["scaffold=terminus", "+scaffold.options.max_duration_s=0"], "option 'max_duration_s' must be positive"),
+    (["scaffold=terminus", "+scaffold.options.format=yaml"], "terminus format must be 'json' or 'xml'"),
     (["grading.p=7"], "bad grading option: p must be in (0, 1]"),
     (["grading.gso_version=recent"], "gso_version must be one of paper, leaderboard"),
     (["grading.mode=gso", "grading.stat=paired"], "paired statistic needs interleaved timing"),
     (["budget.snapshot_every=-1"], "budget.snapshot_every must be 0"),
+    (["model.max_in_flight=0"], "model.max_in_flight must be at least 1"),
+    (["model.attempts=0"], "model.attempts must be positive"),
+    (["model.rate_limit_max_wait_s=-1"], "model.rate_limit_max_wait_s must be 0 or more"),
     (["tasks.source=nope"], "unknown task source 'nope'"),
     (["executor.kind=ray"], "executor 'ray' is not available"),
 ])

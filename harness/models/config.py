@@ -28,3 +28,15 @@ class ModelConfig:
     rate_limit_max_wait_s: float = 900.0
     max_in_flight: int | None = None  # cap on concurrent requests to this model (None: only the adaptive window)
     kwargs: dict[str, Any] = field(default_factory=dict)  # passed through (reasoning_effort, max_tokens, ...)
+
+    def problems(self) -> list[str]:
+        """What is out of range, one phrase per field (empty when the config is usable)."""
+        out = [f"{key} must be positive, got {getattr(self, key)}"
+               for key in ("timeout_s", "attempts") if getattr(self, key) <= 0]
+        out += [f"{key} must be 0 or more, got {getattr(self, key)}"
+                for key in ("backoff_s", "backoff_max_s", "rate_limit_max_wait_s") if getattr(self, key) < 0]
+        if self.max_in_flight is not None and self.max_in_flight < 1:
+            out.append(f"max_in_flight must be at least 1 or null, got {self.max_in_flight}")
+        if self.price is not None and (self.price.input < 0 or self.price.output < 0):
+            out.append("price.input and price.output must be 0 or more")
+        return out

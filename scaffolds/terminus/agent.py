@@ -25,7 +25,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from harness.models.loader import litellm_module
 from harness.models.model import Model
@@ -48,6 +48,8 @@ CHARS_PER_TOKEN = 4  # rough estimate for text the provider has not counted yet
 
 @dataclass
 class TerminusConfig:
+    ZERO_ALLOWED: ClassVar[tuple[str, ...]] = ("default_duration_s", "handoff_free_tokens")
+
     format: str = "json"  # "json" | "xml"
     default_duration_s: float = 1.0
     max_duration_s: float = 60.0  # AutoLab raised it to 1200 for long tasks
@@ -57,14 +59,16 @@ class TerminusConfig:
     context_window: int | None = None  # None: litellm's max_input_tokens for the model (if it knows it)
     hint: bool = False  # include task.description as a hint in the task prompt
 
+    def __post_init__(self) -> None:
+        if self.format not in ("json", "xml"):
+            raise ValueError(f"terminus format must be 'json' or 'xml', not {self.format!r}")
+
 
 class TerminusScaffold:
     name = "terminus"
 
     def __init__(self, config: TerminusConfig | None = None) -> None:
         self.config = config or TerminusConfig()
-        if self.config.format not in ("json", "xml"):
-            raise ValueError(f"terminus format must be 'json' or 'xml', not {self.config.format!r}")
 
     def run(self, task: Task, sandbox: Sandbox, model: Model, limits: Limits,
             stop: threading.Event | None = None) -> Episode:
