@@ -169,3 +169,24 @@ def test_hard_timeout_counts_from_the_command(shell: PersistentShell) -> None:
     while not result.timed_out and time.monotonic() - started < 20:
         result = shell.run("", False, 4.0)  # looking at the output must not extend the deadline
     assert result.timed_out and time.monotonic() - started < 8
+
+
+def test_reasoning_fields_go_back_to_the_provider(tiny: Task, box: DockerSandbox) -> None:
+    from harness.models.config import ModelConfig
+    from harness.models.model import Model
+    from harness.models.records import Price
+    from tests.openai_server import OpenAIServer, Reply, completion
+
+    first = completion(None, tool_calls=[bash_call("true")])
+    first["choices"][0]["message"]["reasoning_content"] = "the tests run from /testbed"
+    finish = completion(None, tool_calls=[{"name": "finish", "arguments": json.dumps(
+        {"message": "done", "task_completed": "true"})}])
+    with OpenAIServer() as server:
+        server.push(Reply(body=first), Reply(body=finish))
+        model = Model(ModelConfig(name="openai/thinker", api_base=server.base_url, native_tools=True,
+                                  price=Price(input=1.0, output=1.0)), api_key="k")
+        episode = CodeActScaffold(CodeActConfig()).run(tiny, box, model, Limits(snapshot_every=0))
+        sent = server.requests[1].body["messages"]
+    assert episode.exit_reason == "submitted"
+    assistant = next(m for m in sent if m["role"] == "assistant")
+    assert assistant["reasoning_content"] == "the tests run from /testbed"

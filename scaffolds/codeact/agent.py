@@ -188,7 +188,7 @@ class _Run:
                 self.deliver(call.name, arguments, outcome, lambda text, c=call: tool_result(c, text))
             return None
         content = complete_reply(reply.content)
-        self.messages.append({"role": "assistant", "content": content})
+        self.messages.append({**reply.message, "content": content})  # reasoning fields go back too
         text_call = parse_text_call(content)
         if text_call is None:
             return self.no_call(content)
