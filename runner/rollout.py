@@ -32,6 +32,7 @@ from scaffolds import make_scaffold
 from scaffolds.episode import Episode
 from scaffolds.exits import RETRIED, ExitReason
 
+ENGINE_WAIT_S = 120.0  # how long an infra retry waits for the sandbox engine to answer again
 GRACE_S = 30.0  # time a step in flight gets past the wall-clock limit before the runner steps in
 RUN_LABEL = "optrunner.run"
 STOPPED_WHY = {ExitReason.TIME_LIMIT: "stopped from outside at the wall-clock limit",
@@ -115,10 +116,14 @@ class RolloutRunner:
                     raise Interrupted from None
                 errors.append(f"SandboxError: {err}")
                 live.discard_attempt()
+                if attempt < self.conf.infra_retries:
+                    self._await_engine(live)
                 continue
             if record.exit_reason in RETRIED and attempt < self.conf.infra_retries:
                 errors.append(record.exit_message)
                 live.discard_attempt()
+                if record.exit_reason == ExitReason.INFRA_ERROR:
+                    self._await_engine(live)
                 continue
             record.infra_errors = errors
             return with_spent(record, live.spent), episode
@@ -126,6 +131,14 @@ class RolloutRunner:
         record.exit_reason, record.exit_message = ExitReason.INFRA_ERROR, errors[-1] if errors else ""
         record.infra_errors = errors
         return with_spent(record, live.spent, last_counts=False), None
+
+    def _await_engine(self, live: Live) -> None:
+        """Before retrying after a sandbox failure, wait for the engine to answer again (a Docker daemon
+        restart takes it away for seconds): retried at once, every rollout in flight, and then each queued
+        one, would fail instantly and be recorded as infra_error (the soak bench saw 14 of 30)."""
+        wait = getattr(self.sandboxes, "wait_ready", None)
+        if wait is not None:
+            wait(ENGINE_WAIT_S, live.stop)
 
     def _attempt(self, task: Task, image: str, live: Live) -> tuple[RolloutRecord, dict[str, Any] | None]:
         started = time.time()

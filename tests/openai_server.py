@@ -3,14 +3,17 @@ network path of the model layer (litellm -> httpx -> socket) without any provide
 
 The server answers from a queue of scripted `Reply`s, one per request, in order: a status code,
 headers (e.g. `Retry-After`), a JSON body or raw bytes (a malformed body), and a delay before answering
-(a slow provider). It records every request it received, so a test can assert on what was sent and on
+(a slow provider), or `reset=True`: the connection is closed without an answer (a dropped
+connection). It records every request it received, so a test can assert on what was sent and on
 how many requests were made (i.e. how many retries happened). When the queue runs dry it answers 500, so
 a test that expected fewer requests fails loudly instead of hanging, unless the server has a `policy`:
 a function answering whatever the queue does not (e.g. `rate_limit_storm`: a seeded share of 429s with
 Retry-After, the rest completions with random token counts). The server counts the completions it
 answered and the tokens their `usage` reported (`answered`, `prompt_tokens`, `completion_tokens`), and
 stamps each request with its answer's status and time, so a concurrency test can check both the
-accounting and that nobody sent a request while a Retry-After pause was running.
+accounting and that nobody sent a request while a Retry-After pause was running. An answer that never
+reached the client (a reset, or a delayed reply whose client had already hung up at its timeout) is
+marked `dropped` and its tokens are not counted: the client never saw them.
 
 Routes: `POST /v1/chat/completions` and `/chat/completions` (OpenAI), `POST /v1/messages` and `/messages`
 (Anthropic, so a `claude` model can be pointed here to see the cache_control breakpoints litellm sends).
@@ -24,6 +27,9 @@ from __future__ import annotations
 
 import json
 import random
+import select
+import socket
+import struct
 import threading
 import time
 from collections import deque
@@ -44,6 +50,7 @@ class Reply:
     raw: bytes | None = None
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    reset: bool = False  # close the connection without answering (after delay_s)
 
 
 @dataclass
@@ -56,6 +63,7 @@ class Received:
     status: int | None = None  # the answer's status, once sent
     answered_at: float | None = None  # time.monotonic() when the answer was sent
     reply: Reply | None = None
+    dropped: bool = False  # the answer never reached the client (reset, or it had hung up)
 
 
 Policy = Callable[[Received], Reply]
@@ -155,11 +163,15 @@ class OpenAIServer:
             return self.policy(received)
         return Reply(status=500, body=error("test server: no scripted reply left", type_="server_error"))
 
-    def _answered(self, received: Received, reply: Reply) -> None:
-        """Stamp the request and count the tokens a completion reported (Anthropic's names too)."""
+    def _answered(self, received: Received, reply: Reply, dropped: bool = False) -> None:
+        """Stamp the request and count the tokens a completion reported (Anthropic's names too), unless
+        the answer was dropped."""
         with self._lock:
             received.status, received.answered_at, received.reply = reply.status, time.monotonic(), reply
+            received.dropped = dropped
             used = (reply.body or {}).get("usage") if reply.status == 200 and reply.raw is None else None
+            if dropped:
+                used = None
             if isinstance(used, dict):
                 self.answered += 1
                 self.prompt_tokens += int(used.get("prompt_tokens", used.get("input_tokens", 0)) or 0)
@@ -210,8 +222,29 @@ def _handler_for(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
             reply = server._next(received)
             if reply.delay_s:
                 time.sleep(reply.delay_s)
+            if reply.reset or (reply.delay_s and self._client_gone()):
+                server._answered(received, reply, dropped=True)
+                self._drop()
+                return
             server._answered(received, reply)  # before sending: the client acts only once it has the answer
             self._send(reply)
+
+        def _client_gone(self) -> bool:
+            """The client closed its end (it gave up at its timeout): nothing will read an answer."""
+            try:
+                readable, _, _ = select.select([self.connection], [], [], 0)
+                return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+            except OSError:
+                return True
+
+        def _drop(self) -> None:
+            """Close the connection without an answer; SO_LINGER 0 makes it a reset (RST), not a clean close."""
+            self.close_connection = True
+            try:
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                self.connection.close()
+            except OSError:
+                pass
 
         def _send(self, reply: Reply) -> None:
             data = reply.raw if reply.raw is not None else json.dumps(reply.body or {}).encode()

@@ -38,6 +38,9 @@ class SandboxProvider(Protocol):
     def start(self, image: str, limits: SandboxLimits | None = None,
               labels: dict[str, str] | None = None) -> Sandbox: ...
 
+    # Optional: `wait_ready(timeout_s, stop) -> bool` waits for the engine to answer again after a failure
+    # (the runner calls it, when present, before retrying a rollout's infrastructure error).
+
     def cleanup(self, scope: CleanupScope = "orphans") -> int:
         """Remove our sandboxes: of dead processes (orphans), of this process (mine) or all."""
         ...

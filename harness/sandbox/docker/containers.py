@@ -18,6 +18,7 @@ from typing import Literal
 
 import docker
 import docker.errors
+import requests.exceptions
 from docker.models.containers import Container
 
 LABEL = "optrunner"  # every container and image we make carries this label
@@ -59,8 +60,14 @@ def _remove_live() -> None:
     for container in containers:
         try:
             container.remove(force=True)
-        except docker.errors.APIError:
-            pass  # already gone
+        except (docker.errors.DockerException, requests.exceptions.RequestException):
+            pass  # already gone, or the engine is unreachable (nothing more can be done at exit)
+    # Then every container carrying this process's owner label: one the engine created while its answer was
+    # lost (a daemon restart mid-request) was never tracked, and only its label still says whose it is.
+    try:
+        remove_containers("mine")
+    except (docker.errors.DockerException, requests.exceptions.RequestException):
+        pass
 
 
 def _on_signal(signum: int, _frame: object) -> None:

@@ -1,13 +1,17 @@
 """The Docker sandbox provider: the engine, the task images, containers and their cleanup."""
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
+
+import docker
 
 from harness.sandbox.docker.containers import docker_client, remove_containers
 from harness.sandbox.docker.engine import ensure_engine
 from harness.sandbox.docker.images import BaseImageSpec
-from harness.sandbox.docker.sandbox import DockerSandbox, engine_errors
+from harness.sandbox.docker.sandbox import ENGINE_ERRORS, DockerSandbox, engine_errors
 from harness.sandbox.docker.task_images import ensure_images
 from harness.sandbox.interface import SandboxLimits, TaskImages
 from harness.sandbox.providers import CleanupScope, Progress
@@ -21,6 +25,31 @@ class DockerProvider:
 
     def ensure_ready(self) -> None:
         ensure_engine()
+
+    def wait_ready(self, timeout_s: float, stop: threading.Event | None = None) -> bool:
+        """Wait until the engine answers (at most `timeout_s`, or until `stop` is set); True when it does.
+        Why: a daemon restart takes the engine away for seconds; a rollout retried at once would fail again
+        immediately, use up its retries and then every queued rollout's, all recorded as infra errors.
+        Each probe uses a fresh client: the shared one's kept-alive connections still reach a daemon that
+        is shutting down (it answers there, while new connections already fail); two answers in a row."""
+        deadline = time.monotonic() + timeout_s
+        answered = 0
+        while answered < 2:
+            try:
+                probe = docker.DockerClient.from_env(timeout=10)
+                try:
+                    probe.ping()
+                    answered += 1
+                finally:
+                    probe.close()
+            except ENGINE_ERRORS:
+                answered = 0
+            if answered >= 2:
+                break
+            if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
+                return False
+            (stop or threading.Event()).wait(0.5)
+        return True
 
     def ensure_images(self, tasks: Sequence["Task"], base_image: str = BaseImageSpec.base,
                       progress: Progress = print, base_map: Mapping[str, str] | None = None) -> dict[str, TaskImages]:

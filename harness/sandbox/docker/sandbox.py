@@ -76,13 +76,21 @@ class DockerSandbox:
             base_commit = image_labels.get(BASE_COMMIT_LABEL)
             workdir = image_labels.get(WORKDIR_LABEL, TESTBED)
             all_labels = {LABEL: "sandbox", OWNER_LABEL: owner_id(), **(labels or {})}
-            container = client.containers.run(
-                image, ["sleep", "infinity"], detach=True, init=True, labels=all_labels,
+            container = client.containers.create(
+                image, ["sleep", "infinity"], init=True, labels=all_labels,
                 network_mode=None if limits.network else "none",
                 mem_limit=limits.memory, memswap_limit=limits.memory, pids_limit=limits.pids,
                 nano_cpus=int(limits.cpus * 1e9), working_dir=workdir,
             )
+        # Tracked from its creation, not once it runs: when the engine goes away between create and start
+        # (a daemon restart), the created container outlives the error and must still be removed.
         track(container)
+        try:
+            with engine_errors():
+                container.start()
+        except SandboxError:
+            cls(container, client, base_commit, limits, image_labels).close_quietly()
+            raise
         return cls(container, client, base_commit, limits, image_labels)
 
     # -- exec
@@ -241,7 +249,8 @@ git add -A {"-f " if binary else ""}-- . {excludes}
         if self._closed:
             return
         self._closed = True
-        untrack(self.container)
+        # Untracked only once it is gone: when removal fails (the engine is restarting), the container
+        # stays in this process's registry and the exit hook removes it (else it would be left behind).
         try:
             self.container.remove(force=True)
         except docker.errors.NotFound:
@@ -251,6 +260,13 @@ git add -A {"-f " if binary else ""}-- . {excludes}
                 raise SandboxError(f"docker: {_first_line(err)}") from None
         except ENGINE_ERRORS as err:
             raise SandboxError(f"docker: {_first_line(err)}") from None
+        untrack(self.container)
+
+    def close_quietly(self) -> None:
+        try:
+            self.close()
+        except SandboxError:
+            pass  # still tracked: removed at exit
 
     def __enter__(self) -> "DockerSandbox":
         return self
