@@ -65,7 +65,8 @@ def runner(*args: str, out: Path, env: dict[str, str] | None = None, timeout: fl
 
 
 def start_runner(*args: str, out: Path) -> subprocess.Popen[str]:
-    cmd = [sys.executable, "-m", "runner", f"output_root={out}", *args]
+    flags = [a for a in args if a.startswith("-")]  # Hydra's own flags (-m) go before the overrides
+    cmd = [sys.executable, "-m", "runner", *flags, f"output_root={out}", *(a for a in args if a not in flags)]
     return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, "CI": "true"}, start_new_session=True)
 
@@ -187,6 +188,21 @@ def test_a_signal_stops_quickly_keeps_finished_rollouts_and_removes_containers(
     assert [r["rollout"] for r in records] == [0]  # the finished one is kept, the interrupted one is not
     report = json.loads((run_dir(tmp_path) / "report.json").read_text())
     assert report["summary"]["n_rollouts"] == 1 and (run_dir(tmp_path) / "report.md").exists()
+
+
+def test_sigterm_ends_a_sweep_after_its_current_job(slow_dir: Path, tmp_path: Path) -> None:
+    proc = start_runner("-m", "scaffold=mini_swe", f"tasks.selector={slow_dir}", "rollouts=1", "grade=none",
+                        "budget.wall_clock_s=60", "seed=1,2", out=tmp_path)
+    try:
+        wait_for(lambda: bool(containers_of(proc.pid)), 120, "the first job's rollout container")
+        proc.send_signal(signal.SIGTERM)
+        output, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 143 and "Traceback" not in output, output[-2000:]
+    assert len(list(tmp_path.glob("sweeps/*/*/config.yaml"))) == 1  # the second job never started
+    assert len(list(tmp_path.glob("sweeps/*/*/report.md"))) == 1 and not containers_of(proc.pid)
 
 
 def test_a_second_signal_exits_at_once_and_removes_containers(slow_dir: Path, tmp_path: Path) -> None:
