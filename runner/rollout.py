@@ -21,7 +21,7 @@ from typing import Any
 from harness.models.model import Model
 from harness.models.records import Usage
 from harness.models.scripted import Script, is_scripted
-from harness.sandbox.interface import Sandbox, SandboxError
+from harness.sandbox.interface import Sandbox, SandboxError, close_quietly
 from harness.sandbox.providers import SandboxProvider
 from harness.tasks.task import Task
 from runner.config import ConfigError, RunConf
@@ -229,24 +229,6 @@ def with_spent(record: RolloutRecord, spent: list[Usage], last_counts: bool = Tr
     if not spent:
         return record
     record.attempt_usage = [*spent, record.usage] if last_counts else list(spent)
-    record.usage = sum_usage(record.attempt_usage)
+    record.usage = Usage.total(record.attempt_usage)
     record.cost_usd = record.usage.cost_usd if record.usage.cost_known else None
     return record
-
-
-def sum_usage(usages: list[Usage]) -> Usage:
-    total = Usage()
-    for usage in usages:
-        for f in dataclasses.fields(Usage):
-            if f.name == "cost_known":
-                total.cost_known = total.cost_known and usage.cost_known
-            else:
-                setattr(total, f.name, getattr(total, f.name) + getattr(usage, f.name))
-    return total
-
-
-def close_quietly(sandbox: Sandbox) -> None:
-    try:
-        sandbox.close()
-    except SandboxError:
-        pass  # already gone

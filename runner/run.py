@@ -30,7 +30,8 @@ from runner.plan import Planned, plan, select
 from runner.progress import Progress
 from runner.records import ResultRecord, RolloutRecord
 from runner.report import write_reports
-from runner.rollout import Interrupted, Live, RolloutRunner, close_quietly
+from harness.sandbox.interface import close_quietly
+from runner.rollout import Interrupted, Live, RolloutRunner
 from runner.store import RunStore
 from scaffolds.exits import ExitReason
 

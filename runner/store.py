@@ -108,15 +108,11 @@ class RunStore:
     def results(self) -> list[ResultRecord]:
         """Finished records, one per (task, rollout) (the last one wins), in file order."""
         records: dict[tuple[str, int], ResultRecord] = {}
-        try:
-            lines = self.results_path.read_text().splitlines()
-        except OSError:
-            return []
-        for line in lines:
+        for data in _jsonl(self.results_path):
             try:
-                record = ResultRecord.from_dict(json.loads(line))
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-                continue  # a torn line from a kill mid-write: that rollout is recorded again
+                record = ResultRecord.from_dict(data)
+            except (KeyError, TypeError, ValueError):
+                continue  # not a record this version can read: that rollout is recorded again
             records[record.key] = record
         return list(records.values())
 
@@ -147,17 +143,7 @@ class RunStore:
             fh.write(json.dumps(record, default=str) + "\n")
 
     def checks(self) -> list[dict[str, Any]]:
-        try:
-            lines = self.checks_path.read_text().splitlines()
-        except OSError:
-            return []
-        out = []
-        for line in lines:
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-        return out
+        return _jsonl(self.checks_path)
 
     # ---------------------------------------------------------------- reports and predictions
     def write_report(self, report: dict[str, Any], markdown: str) -> None:
@@ -190,6 +176,21 @@ class RunStore:
         for index, rows in by_index.items():
             write_text(self.root / "predictions" / f"rollout_{index}.jsonl",
                        "".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _jsonl(path: Path) -> list[Any]:
+    """The parsed lines of a JSONL file; a torn line (a kill or a full disk mid-write) is skipped."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
 
 
 def _ends_with_newline(path: Path) -> bool:

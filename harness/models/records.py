@@ -6,7 +6,7 @@ Plain dataclasses with no heavy imports: the runner's config schema (`Price`) an
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 
@@ -67,6 +67,18 @@ class Usage:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def total(cls, usages: list["Usage"]) -> "Usage":
+        """The sum of several usages (a rollout's attempts); unknown cost as soon as one was unknown."""
+        out = cls()
+        for usage in usages:
+            for f in fields(cls):
+                if f.name == "cost_known":
+                    out.cost_known = out.cost_known and usage.cost_known
+                else:
+                    setattr(out, f.name, getattr(out, f.name) + getattr(usage, f.name))
+        return out
 
 
 @dataclass(frozen=True)

@@ -128,6 +128,14 @@ def pin_if_possible(sandbox: object, cpuset: str) -> bool:
     return False
 
 
+def close_quietly(sandbox: Sandbox) -> None:
+    """Close a sandbox whose failure no longer matters (it is gone already, or an exit hook removes it)."""
+    try:
+        sandbox.close()
+    except SandboxError:
+        pass
+
+
 @dataclass
 class OutputCapture:
     """Keeps the first and last `cap/2` bytes of a stream, counting what falls in between: the one

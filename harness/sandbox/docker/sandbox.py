@@ -29,7 +29,7 @@ from harness.sandbox.docker.containers import LABEL, OWNER_LABEL, docker_client,
 from harness.sandbox.docker.images import BASE_COMMIT_LABEL
 from harness.sandbox.docker.workspace import GIT_DIR_LABEL, PINS_LABEL, WORKDIR_LABEL
 from harness.sandbox.docker.stream import DockerStream
-from harness.sandbox.interface import (DIFF_EXCLUDES, TESTBED, ExecResult, OutputCapture, SandboxError,
+from harness.sandbox.interface import (DIFF_EXCLUDES, TESTBED, ExecResult, OutputCapture, SandboxError, close_quietly,
                                        SandboxLimits)
 
 KILL_GRACE = 5  # seconds between TERM and KILL inside the container
@@ -89,7 +89,7 @@ class DockerSandbox:
             with engine_errors():
                 container.start()
         except SandboxError:
-            cls(container, client, base_commit, limits, image_labels).close_quietly()
+            close_quietly(cls(container, client, base_commit, limits, image_labels))  # else still tracked
             raise
         return cls(container, client, base_commit, limits, image_labels)
 
@@ -261,12 +261,6 @@ git add -A {"-f " if binary else ""}-- . {excludes}
         except ENGINE_ERRORS as err:
             raise SandboxError(f"docker: {_first_line(err)}") from None
         untrack(self.container)
-
-    def close_quietly(self) -> None:
-        try:
-            self.close()
-        except SandboxError:
-            pass  # still tracked: removed at exit
 
     def __enter__(self) -> "DockerSandbox":
         return self
