@@ -3,10 +3,14 @@ from __future__ import annotations
 
 import subprocess
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
+
+from harness.models import ratelimit
+from tests.openai_server import OpenAIServer
 
 SLOW_SRC = "def total(xs):\n    out = 0\n    for x in xs:\n        out = out + x\n    return out\n"
 FAST_SRC = "def total(xs):\n    return sum(xs)\n"
@@ -73,3 +77,18 @@ def write_task(root: Path, task_id: str = "tiny", *, slow_src: str = SLOW_SRC, f
 @pytest.fixture
 def tiny_task(tmp_path: Path) -> Path:
     return write_task(tmp_path)
+
+
+@pytest.fixture(autouse=True)
+def fresh_limiters() -> Iterator[None]:
+    """Rate limiters are process-wide: one test's 429s must not pause or narrow the next test's calls."""
+    ratelimit.reset()
+    yield
+    ratelimit.reset()
+
+
+@pytest.fixture
+def server() -> Iterator[OpenAIServer]:
+    """The loopback OpenAI-compatible server (tests/openai_server.py), started for one test."""
+    with OpenAIServer() as srv:
+        yield srv

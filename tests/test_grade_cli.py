@@ -3,7 +3,6 @@ a report per instance and a summary with Opt@1 / Opt@K."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -55,16 +54,22 @@ def test_selector_matching_nothing(tmp_path: Path) -> None:
         assert done.returncode == 2 and "no task folders" in done.stderr and "Traceback" not in done.stderr
 
 
+def _prediction_files(folder: Path, patches: list[str]) -> list[str]:
+    """One GSO predictions file per rollout, each with the tiny task's patch of that rollout."""
+    files = []
+    for i, patch in enumerate(patches):
+        path = folder / f"rollout_{i}.jsonl"
+        path.write_text(json.dumps({"instance_id": "tiny", "model_patch": patch, "model_name_or_path": "m"}) + "\n")
+        files.append(str(path))
+    return files
+
+
 @pytest.mark.docker
 def test_grade_two_rollouts_end_to_end(tmp_path: Path) -> None:
     tasks = tmp_path / "tasks"
     task = write_task(tasks)
     gold = (task / "expert.patch").read_text()
-    files = []
-    for i, patch in enumerate([SLOW_PATCH, gold]):  # rollout 0 slows down, rollout 1 is the expert's change
-        path = tmp_path / f"rollout_{i}.jsonl"
-        path.write_text(json.dumps({"instance_id": "tiny", "model_patch": patch, "model_name_or_path": "m"}) + "\n")
-        files.append(str(path))
+    files = _prediction_files(tmp_path, [SLOW_PATCH, gold])  # rollout 0 slows down, 1 is the expert's change
     out = tmp_path / "out"
     done = _cli("grade", "--predictions", *files, "--tasks", str(tasks), "--out", str(out), "--rounds", "2")
     assert done.returncode == 0, done.stderr
@@ -96,29 +101,22 @@ def test_grade_two_rollouts_end_to_end(tmp_path: Path) -> None:
 
 @pytest.mark.docker
 def test_sigterm_while_grading_keeps_what_finished(tmp_path: Path) -> None:
-    from tests.test_runner import containers_of, wait_for
+    from tests.test_runner import containers_of, signal_when, wait_for
 
     tasks = tmp_path / "tasks"
     task = write_task(tasks)
     gold = (task / "expert.patch").read_text()
-    files = []
-    for i in range(4):
-        path = tmp_path / f"rollout_{i}.jsonl"
-        patch = gold if i % 2 else SLOW_PATCH
-        path.write_text(json.dumps({"instance_id": "tiny", "model_patch": patch, "model_name_or_path": "m"}) + "\n")
-        files.append(str(path))
+    files = _prediction_files(tmp_path, [SLOW_PATCH, gold, SLOW_PATCH, gold])
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "harness", "grade", "--predictions", *files, "--tasks", str(tasks),
                              "--out", str(out), "--rounds", "2"], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
+
+    def ready() -> None:
         wait_for(lambda: (out / "rollout_0" / "tiny" / "report.json").exists(), 300, "the first report")
         wait_for(lambda: bool(containers_of(proc.pid)), 120, "the next grading's containers")
-        proc.send_signal(signal.SIGTERM)
-        output, _ = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+
+    output, _ = signal_when(proc, ready, signal.SIGTERM)
     assert proc.returncode == 143 and "Traceback" not in output, output[-2000:]
     assert not containers_of(proc.pid)
     summary = json.loads((out / "summary.json").read_text())

@@ -8,12 +8,11 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from harness.models import ratelimit, scripted
+from harness.models import scripted
 from harness.models.config import ModelConfig
 from harness.models.errors import ModelError
 from harness.models.loader import litellm_module
@@ -26,20 +25,6 @@ MESSAGES = [{"role": "system", "content": "You are a test."}, {"role": "user", "
 BASH_TOOL = {"type": "function", "function": {
     "name": "bash", "description": "Run a command.",
     "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}
-
-
-@pytest.fixture(autouse=True)
-def fresh_limiters() -> Iterator[None]:
-    """Limiters are process-wide: a test's 429s must not pause or narrow the next test's calls."""
-    ratelimit.reset()
-    yield
-    ratelimit.reset()
-
-
-@pytest.fixture
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as srv:
-        yield srv
 
 
 def model(server: OpenAIServer, **overrides: Any) -> Model:

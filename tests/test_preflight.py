@@ -27,12 +27,6 @@ def clean(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     ratelimit.reset()
 
 
-@pytest.fixture
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as srv:
-        yield srv
-
-
 def local(server: OpenAIServer, **overrides: Any) -> ModelConfig:
     """`model=local` as the README configures it: no key."""
     fields: dict[str, Any] = dict(name="openai/test-model", api_base=server.base_url, price=PRICE, backoff_s=0.01)

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
-from harness.models import ratelimit
 from harness.models.config import ModelConfig
 from harness.models.errors import ModelError, retry_after_s
 from harness.models.model import Model
@@ -23,13 +21,6 @@ from tests.openai_server import OpenAIServer, Received, Reply, completion, error
 PRICE = Price(input=2.0, output=8.0)
 MESSAGES = [{"role": "user", "content": "Say hi."}]
 RATE_LIMITED = error("Rate limit reached for requests", type_="requests", code="rate_limit_exceeded")
-
-
-@pytest.fixture(autouse=True)
-def fresh_limiters() -> Iterator[None]:
-    ratelimit.reset()
-    yield
-    ratelimit.reset()
 
 
 def model(server: OpenAIServer, name: str = "openai/test-model", **overrides: Any) -> Model:

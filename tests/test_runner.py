@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,25 @@ def start_runner(*args: str, out: Path) -> subprocess.Popen[str]:
     cmd = [sys.executable, "-m", "runner", *flags, f"output_root={out}", *(a for a in args if a not in flags)]
     return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, "CI": "true"}, start_new_session=True)
+
+
+def signal_when(proc: subprocess.Popen[str], ready: Callable[[], None], *signums: int,
+                timeout: float = 60) -> tuple[str, float]:
+    """Once `ready()` returns, send the signals (0.1 s apart: the first is being handled when the next
+    comes) and wait for the process to exit; (its output, seconds from the first signal to its exit). The
+    process group is killed if the test fails before that."""
+    try:
+        ready()
+        sent = time.time()
+        for i, signum in enumerate(signums):
+            if i:
+                time.sleep(0.1)
+            proc.send_signal(signum)
+        output, _ = proc.communicate(timeout=timeout)
+        return output, time.time() - sent
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def run_dir(out: Path) -> Path:
@@ -168,19 +188,15 @@ def test_a_signal_stops_quickly_keeps_finished_rollouts_and_removes_containers(
         signum: int, code: int, slow_dir: Path, tmp_path: Path) -> None:
     proc = start_runner("scaffold=mini_swe", f"tasks.selector={slow_dir}", "rollouts=4", "parallel=1",
                         "grade=none", "budget.wall_clock_s=4", out=tmp_path)
-    try:
+
+    def ready() -> None:
         wait_for(lambda: (tmp_path / "runs").is_dir() and any(run_dir(tmp_path).glob("rollouts/*/0.json")), 120,
                  "the first rollout to finish")
         # the second rollout's container, and no other (the first one's is removed in the background)
         wait_for(lambda: [c.labels.get("optrunner.rollout") for c in containers_of(proc.pid)] == ["1"], 60,
                  "the second rollout's container alone")
-        sent = time.time()
-        proc.send_signal(signum)
-        output, _ = proc.communicate(timeout=30)
-        elapsed = time.time() - sent
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+
+    output, elapsed = signal_when(proc, ready, signum, timeout=30)
     assert proc.returncode == code, output[-2000:]
     assert elapsed < 10 and "Traceback" not in output
     assert not containers_of(proc.pid)
@@ -193,13 +209,8 @@ def test_a_signal_stops_quickly_keeps_finished_rollouts_and_removes_containers(
 def test_sigterm_ends_a_sweep_after_its_current_job(slow_dir: Path, tmp_path: Path) -> None:
     proc = start_runner("-m", "scaffold=mini_swe", f"tasks.selector={slow_dir}", "rollouts=1", "grade=none",
                         "budget.wall_clock_s=60", "seed=1,2", out=tmp_path)
-    try:
-        wait_for(lambda: bool(containers_of(proc.pid)), 120, "the first job's rollout container")
-        proc.send_signal(signal.SIGTERM)
-        output, _ = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+    output, _ = signal_when(proc, lambda: wait_for(lambda: bool(containers_of(proc.pid)), 120,
+                                                   "the first job's rollout container"), signal.SIGTERM)
     assert proc.returncode == 143 and "Traceback" not in output, output[-2000:]
     assert len(list(tmp_path.glob("sweeps/*/*/config.yaml"))) == 1  # the second job never started
     assert len(list(tmp_path.glob("sweeps/*/*/report.md"))) == 1 and not containers_of(proc.pid)
@@ -208,15 +219,9 @@ def test_sigterm_ends_a_sweep_after_its_current_job(slow_dir: Path, tmp_path: Pa
 def test_a_second_signal_exits_at_once_and_removes_containers(slow_dir: Path, tmp_path: Path) -> None:
     proc = start_runner("scaffold=mini_swe", f"tasks.selector={slow_dir}", "rollouts=2", "parallel=2",
                         "grade=none", "budget.wall_clock_s=60", out=tmp_path)
-    try:
-        wait_for(lambda: len(containers_of(proc.pid)) == 2, 120, "both rollouts' containers")
-        proc.send_signal(signal.SIGTERM)
-        time.sleep(0.1)  # the first one is being handled: rollouts are stopping
-        proc.send_signal(signal.SIGTERM)
-        output, _ = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+    output, _ = signal_when(proc, lambda: wait_for(lambda: len(containers_of(proc.pid)) == 2, 120,
+                                                   "both rollouts' containers"), signal.SIGTERM, signal.SIGTERM,
+                            timeout=30)
     assert proc.returncode == 143, output[-2000:]
     assert "second signal" in output and "Traceback" not in output
     assert not containers_of(proc.pid)
