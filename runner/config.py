@@ -90,7 +90,21 @@ class SandboxConf(SandboxLimits):
 
 @dataclass
 class ExecutorConf:
-    kind: str = "local"
+    kind: str = "local"  # local | ray (runner.executors)
+    # ray: "" starts a Ray on this machine for the run; "auto" joins the cluster this machine belongs to;
+    # "HOST:PORT" a cluster's head; "ray://HOST:PORT" through Ray Client.
+    address: str = ""
+    slots_per_node: int = 4  # ray, started by the runner: rollouts at once on this machine (`rollout_slot`)
+    reserve_timing_cpu: bool = True  # ray: rollout containers keep off the CPU a node's timing runs use
+    drain_s: float = 30.0  # ray: how long stopped rollouts get to end before their tasks are cancelled
+
+    def problems(self) -> list[str]:
+        out = []
+        if self.slots_per_node < 1:
+            out.append(f"slots_per_node must be at least 1, got {self.slots_per_node}")
+        if self.drain_s < 0:
+            out.append(f"drain_s must be 0 or more, got {self.drain_s}")
+        return out
 
 
 @dataclass
@@ -179,7 +193,10 @@ def _check(conf: RunConf) -> None:
     if conf.tasks.source not in SOURCES:
         raise ConfigError(f"unknown task source {conf.tasks.source!r}; choose one of {', '.join(SOURCES)}")
     if conf.executor.kind not in EXECUTORS:
-        raise ConfigError(f"executor {conf.executor.kind!r} is not available; use executor=local")
+        raise ConfigError(f"unknown executor {conf.executor.kind!r}; choose one of {', '.join(EXECUTORS)}")
+    problems = conf.executor.problems()
+    if problems:
+        raise ConfigError(f"executor.{problems[0]}")
     problems = conf.budget.problems()
     if problems:
         raise ConfigError(f"budget.{problems[0]}")

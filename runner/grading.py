@@ -1,53 +1,90 @@
-"""A run's gradings: each finished rollout's patch through the harness grader, one timing job at a time.
+"""A run's gradings: each finished rollout's patch through the harness grader.
 
 A stored report is reused while the patch and the grading settings are unchanged (resume). Within a run,
 rollouts of one task that produced byte-identical patches share one grading: timing the same code twice
-only measures noise, and the reuse is recorded (`reused_from`).
+only measures noise, and the reuse is recorded (`reused_from`). What is left to measure goes to a timing
+function as one batch: here one job at a time (`time_locally`); on Ray, one job per node at a time.
 """
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from harness.grader.config import GradeConfig
-from harness.grader.grade import grade
 from harness.sandbox.interface import TaskImages
 from harness.sandbox.providers import SandboxProvider
 from harness.tasks.task import Task
+from runner.executors import TimingJob
 from runner.records import ResultRecord, RolloutRecord
 from runner.store import RunStore
 
 # One timing job at a time in this process: concurrent timing runs would measure each other.
 TIMING_LOCK = threading.Lock()
+Log = Callable[[str], None]
+Timing = Callable[[Sequence[TimingJob], Log], Iterator[tuple[int, dict[str, Any]]]]
+
+
+def time_locally(sandboxes: SandboxProvider) -> Timing:
+    """Timing on this machine: the jobs one after another, yielded as each finishes."""
+    def timing(jobs: Sequence[TimingJob], log: Log) -> Iterator[tuple[int, dict[str, Any]]]:
+        from harness.grader.grade import grade
+
+        for i, job in enumerate(jobs):
+            with TIMING_LOCK:
+                report = grade(job.task, job.patch, job.image, job.config, instance_id=job.task.id, log=log,
+                               sandboxes=sandboxes)
+            yield i, report
+    return timing
 
 
 class Grader:
     def __init__(self, store: RunStore, config: GradeConfig, images: dict[str, TaskImages], sandboxes: SandboxProvider,
-                 force: bool = False) -> None:
-        self.store, self.config, self.images, self.sandboxes, self.force = store, config, images, sandboxes, force
+                 force: bool = False, timing: Timing | None = None) -> None:
+        self.store, self.config, self.images, self.force = store, config, images, force
+        self.timing = timing or time_locally(sandboxes)
         self._by_patch: dict[tuple[str, str | None], tuple[int, dict[str, Any]]] = {}
 
     def _matches(self, report: dict[str, Any] | None, record: RolloutRecord) -> bool:
         return report is not None and not self.force and self.config.matches(report, record.patch_sha256)
 
-    def report(self, task: Task, record: RolloutRecord, log: Any = lambda _m: None) -> dict[str, Any]:
-        """The grading report of one rollout: stored, shared with an identical patch, or measured now."""
-        index = record.rollout
-        stored = self.store.grading(task.id, index)
-        if stored is not None and self._matches(stored, record):
-            report = stored
-        else:
+    def reports(self, items: Sequence[tuple[Task, RolloutRecord]], log: Log = lambda _m: None,
+                ) -> Iterator[tuple[Task, RolloutRecord, dict[str, Any]]]:
+        """The grading report of each rollout, as each is ready: stored, shared with an identical patch,
+        or measured now (the distinct patches left over go to the timing function as one batch)."""
+        jobs: list[TimingJob] = []
+        waiting: list[list[tuple[Task, RolloutRecord]]] = []  # per job: the rollouts it grades
+        job_of: dict[tuple[str, str | None], int] = {}
+        for task, record in items:
+            stored = self.store.grading(task.id, record.rollout)
+            if self._matches(stored, record):
+                yield task, record, self._keep(task, record, stored)  # type: ignore[arg-type]
+                continue
             same = self._by_patch.get((task.id, record.patch_sha256))
-            if same is not None and same[0] != index:
-                report = {**same[1], "reused_from": same[0]}
+            if same is not None and same[0] != record.rollout:
+                yield task, record, self._keep(task, record, {**same[1], "reused_from": same[0]}, save=True)
+            elif (task.id, record.patch_sha256) in job_of:
+                waiting[job_of[(task.id, record.patch_sha256)]].append((task, record))
             else:
-                with TIMING_LOCK:
-                    report = grade(task, record.patch or "", self.images[task.id].grading, self.config,
-                                   instance_id=task.id, log=log, sandboxes=self.sandboxes)
-            self.store.save_grading(task.id, index, report)
+                job_of[(task.id, record.patch_sha256)] = len(jobs)
+                jobs.append(TimingJob(task, record.patch or "", self.images[task.id].grading, self.config))
+                waiting.append([(task, record)])
+        for i, report in self.timing(jobs, log):
+            (task, first), *others = waiting[i]
+            yield task, first, self._keep(task, first, report, save=True)
+            for task, record in others:
+                yield task, record, self._keep(task, record, {**report, "reused_from": first.rollout}, save=True)
+
+    def _keep(self, task: Task, record: RolloutRecord, report: dict[str, Any], save: bool = False) -> dict[str, Any]:
+        if save:
+            self.store.save_grading(task.id, record.rollout, report)
         if "reused_from" not in report:
-            self._by_patch[(task.id, record.patch_sha256)] = (index, report)
+            self._by_patch[(task.id, record.patch_sha256)] = (record.rollout, report)
         return report
+
+    def report(self, task: Task, record: RolloutRecord, log: Log = lambda _m: None) -> dict[str, Any]:
+        """The grading report of one rollout."""
+        return next(self.reports([(task, record)], log))[2]
 
     def result(self, task: Task, record: RolloutRecord) -> ResultRecord:
         """The results.jsonl record of a graded rollout."""

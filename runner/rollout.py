@@ -21,13 +21,13 @@ from typing import Any
 from harness.models.model import Model
 from harness.models.records import Usage
 from harness.models.scripted import Script, is_scripted
-from harness.sandbox.interface import Sandbox, SandboxError, close_quietly
+from harness.sandbox.interface import Sandbox, SandboxError, close_quietly, pin_if_possible
 from harness.sandbox.providers import SandboxProvider
 from harness.tasks.task import Task
 from runner.config import ConfigError, RunConf
 from harness.grader.config import patch_sha256
 from runner.records import RolloutRecord, System
-from runner.store import RunStore
+from runner.store import RunStore, trajectory_ref
 from scaffolds import make_scaffold
 from scaffolds.episode import Episode
 from scaffolds.exits import RETRIED, ExitReason
@@ -64,6 +64,21 @@ class Live:
     def cost(self) -> float:
         return sum(u.cost_usd for u in self.spent) + (self.model.usage.cost_usd if self.model else 0.0)
 
+    def request_stop(self, reason: ExitReason) -> None:
+        """Ask the rollout to end (from another thread or a signal handler). An interrupt also closes its
+        sandbox at once, which ends the command in flight instead of waiting for its timeout."""
+        if reason == ExitReason.INTERRUPTED or self.stop_reason is None:
+            self.stop_reason = reason
+        self.stop.set()
+        box = self.sandbox
+        if reason == ExitReason.INTERRUPTED and box is not None:
+            threading.Thread(target=close_quietly, args=(box,), daemon=True).start()
+
+    def snapshot(self) -> dict[str, Any]:
+        """What the driver shows of a rollout running elsewhere (plain values)."""
+        return {"task_id": self.task_id, "index": self.index, "started_at": self.started_at,
+                "attempt": self.attempt, "steps": self.steps, "cost": self.cost}
+
     def discard_attempt(self) -> None:
         """The current attempt is being retried: keep what it spent."""
         if self.model is not None:
@@ -88,29 +103,52 @@ def script_for(conf: RunConf, task: Task, index: int, store_of_replayed: RunStor
                   steps=list(mc.steps or []), solution=solution, workdir=task.workdir or ".")
 
 
-def build_model(conf: RunConf, task: Task, index: int) -> Model:
+@dataclass
+class RolloutJob:
+    """Everything a worker needs to run one rollout, on this machine or another (plain, picklable): the
+    driver reads what lives in its files (a replayed trajectory) before the job leaves."""
+    task: Task
+    index: int
+    image: str  # the agent's image
+    script: Script | None = None  # scripted models: what the model plays
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.task.id, self.index
+
+
+@dataclass
+class Outcome:
+    """What a rollout hands back to the driver, which writes it to the run store."""
+    record: RolloutRecord
+    trajectory: dict[str, Any] | None
+    grading: dict[str, Any] | None = None  # grading.in_place: the report made in the agent's container
+
+
+def make_job(conf: RunConf, task: Task, index: int, image: str) -> RolloutJob:
     replayed = RunStore(conf.model.run_dir) if conf.model.run_dir else None  # type: ignore[arg-type]
-    return Model(conf.model, temperature=conf.temperature, seed=conf.seed,
-                 script=script_for(conf, task, index, replayed))
+    return RolloutJob(task, index, image, script_for(conf, task, index, replayed))
 
 
 class RolloutRunner:
-    """Runs rollouts of one run: the config, the run's store and the sandbox provider they share."""
+    """Runs rollouts of one run, wherever it runs: the config, the run's id (its containers' label) and
+    the sandbox provider of this machine. It writes nothing: the driver stores each Outcome.
+    `cpuset`: CPUs its containers are pinned to (a Ray node keeps one CPU for timing)."""
 
-    def __init__(self, conf: RunConf, store: RunStore, sandboxes: SandboxProvider) -> None:
-        self.conf, self.store, self.sandboxes = conf, store, sandboxes
-        self.run_id = store.root.name
+    def __init__(self, conf: RunConf, run_id: str, sandboxes: SandboxProvider, cpuset: str | None = None) -> None:
+        self.conf, self.run_id, self.sandboxes, self.cpuset = conf, run_id, sandboxes, cpuset
         self.system = System(model=conf.model.id, scaffold=conf.scaffold.id, budget=conf.budget.id)
 
-    def run(self, task: Task, image: str, live: Live) -> tuple[RolloutRecord, dict[str, Any] | None]:
-        """One rollout with infrastructure retries; returns (record, trajectory)."""
+    def run(self, job: RolloutJob, live: Live) -> Outcome:
+        """One rollout with infrastructure retries."""
+        task = job.task
         errors: list[str] = []
         for attempt in range(self.conf.infra_retries + 1):
             live.attempt = attempt
             if live.stop_reason == ExitReason.INTERRUPTED:
                 raise Interrupted
             try:
-                record, episode = self._attempt(task, image, live)
+                outcome = self._attempt(job, live)
             except SandboxError as err:
                 if live.stop_reason == ExitReason.INTERRUPTED:
                     raise Interrupted from None
@@ -119,6 +157,7 @@ class RolloutRunner:
                 if attempt < self.conf.infra_retries:
                     self._await_engine(live)
                 continue
+            record = outcome.record
             if record.exit_reason in RETRIED and attempt < self.conf.infra_retries:
                 errors.append(record.exit_message)
                 live.discard_attempt()
@@ -126,11 +165,12 @@ class RolloutRunner:
                     self._await_engine(live)
                 continue
             record.infra_errors = errors
-            return with_spent(record, live.spent), episode
+            outcome.record = with_spent(record, live.spent)
+            return outcome
         record = self._record(task, live.index, None, None, "", time.time(), attempts=len(errors))
         record.exit_reason, record.exit_message = ExitReason.INFRA_ERROR, errors[-1] if errors else ""
         record.infra_errors = errors
-        return with_spent(record, live.spent, last_counts=False), None
+        return Outcome(with_spent(record, live.spent, last_counts=False), None)
 
     def _await_engine(self, live: Live) -> None:
         """Before retrying after a sandbox failure, wait for the engine to answer again (a Docker daemon
@@ -140,9 +180,11 @@ class RolloutRunner:
         if wait is not None:
             wait(ENGINE_WAIT_S, live.stop)
 
-    def _attempt(self, task: Task, image: str, live: Live) -> tuple[RolloutRecord, dict[str, Any] | None]:
+    def _attempt(self, job: RolloutJob, live: Live) -> Outcome:
+        task, image = job.task, job.image
         started = time.time()
-        model = build_model(self.conf, task, live.index)
+        model = Model(self.conf.model, temperature=self.conf.temperature, seed=self.conf.seed,
+                      script=copy.deepcopy(job.script))  # each attempt plays from the start
         live.model = model
         scaffold = make_scaffold(self.conf.scaffold.name, self.conf.scaffold.options)
         limits = self.conf.budget
@@ -153,7 +195,10 @@ class RolloutRunner:
                                                "optrunner.rollout": str(live.index)})
         live.sandbox = sandbox
         error: BaseException | None = None
+        report: dict[str, Any] | None = None
         try:
+            if self.cpuset:
+                pin_if_possible(sandbox, self.cpuset)
             outcome: dict[str, Any] = {}
 
             def loop() -> None:
@@ -187,7 +232,6 @@ class RolloutRunner:
                 from harness.grader.reward import grade_reward
                 report = grade_reward(task, patch, image, self.conf.grading, self.sandboxes, task.id,
                                       agents_box=sandbox)
-                self.store.save_grading(task.id, live.index, report)
         finally:
             live.sandbox = None
             # Removing a container takes ~0.5 s: the worker goes on to its next rollout meanwhile (a crash or
@@ -202,7 +246,7 @@ class RolloutRunner:
                 record.exit_reason, record.exit_message = ExitReason.TIME_LIMIT, STOPPED_WHY[ExitReason.TIME_LIMIT]
         elif episode.exit_reason == ExitReason.INTERRUPTED and live.stop_reason:
             record.exit_reason, record.exit_message = live.stop_reason, STOPPED_WHY.get(live.stop_reason, "")
-        return record, (episode.to_dict() if episode else None)
+        return Outcome(record, episode.to_dict() if episode else None, report)
 
     def _record(self, task: Task, index: int, episode: Episode | None, model: Model | None, patch: str,
                 started: float, attempts: int) -> RolloutRecord:
@@ -218,7 +262,7 @@ class RolloutRunner:
             wall_time_s=round(time.time() - started, 3), started_at=started, finished_at=time.time(),
             attempts=attempts, usage=usage, cost_usd=usage.cost_usd if usage.cost_known else None,
             patch=patch, patch_sha256=patch_sha256(patch),
-            trajectory=self.store.trajectory_ref(task.id, index) if episode else None,
+            trajectory=trajectory_ref(task.id, index) if episode else None,
             actions=episode.actions if episode else 0, details=details,
         )
 

@@ -20,18 +20,16 @@ from typing import Any
 
 from harness import signals
 from harness.models.loader import litellm_module
-from harness.sandbox.providers import provider
-from harness.tasks.task import Task
 from harness.models.records import CallRecord
+from harness.sandbox.providers import provider
 from runner.config import ConfigError, RunConf
-from runner.executors import make_executor
+from runner.executors import Context, Executor, Running, make_executor
 from runner.grading import Grader, graded
 from runner.plan import Planned, plan, select
 from runner.progress import Progress
 from runner.records import ResultRecord, RolloutRecord
 from runner.report import write_reports
-from harness.sandbox.interface import close_quietly
-from runner.rollout import Interrupted, Live, RolloutRunner
+from runner.rollout import Outcome, RolloutJob, make_job
 from runner.store import RunStore
 from scaffolds.exits import ExitReason
 
@@ -45,7 +43,7 @@ class Runner:
         self.conf, self.plain = conf, plain
         self.store = RunStore(run_dir)
         self.sandboxes = provider("docker")
-        self.live: dict[tuple[str, int], Live] = {}
+        self.executor: Executor | None = None
         self.lock = threading.Lock()
         self.stopping: ExitReason | None = None  # None, INTERRUPTED or RUN_COST_LIMIT
         self.exit_code = 130  # the interrupting signal's: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP
@@ -60,9 +58,12 @@ class Runner:
         restore = signals.install()
         try:
             planned, todo, done_before = self._prepare()
+        except BaseException:
+            self._close()
+            raise
         finally:
             restore()
-        restore = signals.install(first=self._on_signal, second=lambda: self.sandboxes.cleanup("mine"))
+        restore = signals.install(first=self._on_signal, second=self._remove_sandboxes)
         try:
             self._run_rollouts(todo, done_before)
             if self.stopping == ExitReason.INTERRUPTED:
@@ -77,11 +78,23 @@ class Runner:
             return self.exit_code
         finally:
             restore()
+            self._close()
         report = write_reports(self.store, self.conf, list(self.tasks))
         self._print_summary(report)
         return 0
 
-    def _prepare(self) -> tuple[list[Planned], list[Planned], list[RolloutRecord]]:
+    def _close(self) -> None:
+        if self.executor is not None:
+            self.executor.close()
+
+    def _remove_sandboxes(self) -> None:
+        """The second signal: no time for anything gentler."""
+        if self.executor is not None:
+            self.executor.remove_sandboxes()
+        else:
+            self.sandboxes.cleanup("mine")
+
+    def _prepare(self) -> tuple[list[Planned], list[RolloutJob], list[RolloutRecord]]:
         """Checks, images, the plan: what is to run and what finished before (resume)."""
         # litellm's import takes seconds: it runs beside the checks, and before any rollout's clock starts.
         importer = threading.Thread(target=litellm_module, daemon=True)
@@ -99,14 +112,13 @@ class Runner:
         importer.join()
         planned = plan(tasks, self.conf.rollouts)
         stored = [(p, self.store.rollout(p.task.id, p.index)) for p in planned]  # read each result file once
-        todo = [p for p, record in stored if record is None]
+        todo = [make_job(self.conf, p.task, p.index, images[p.task.id].agent) for p, record in stored if record is None]
         done_before = [record for _, record in stored if record is not None]
         if resuming:
             print(f"resuming {self.store.root}: {len(done_before)} rollouts already finished, {len(todo)} to run"
                   + (f"; removed {removed} leftover containers" if removed else ""), flush=True)
-        self.images = images
-        self.rollouts = RolloutRunner(self.conf, self.store, self.sandboxes)
-        self.grader = Grader(self.store, self.conf.grading, images, self.sandboxes)
+        self.executor = make_executor(Context(self.conf, self.store.root.name, self.sandboxes, images))
+        self.grader = Grader(self.store, self.conf.grading, images, self.sandboxes, timing=self.executor.time_patches)
         self.tasks = {t.id: t for t in tasks}
         return planned, todo, done_before
 
@@ -124,7 +136,7 @@ class Runner:
         return result.record
 
     # ---------------------------------------------------------------- rollouts
-    def _run_rollouts(self, todo: list[Planned], done_before: list[RolloutRecord]) -> None:
+    def _run_rollouts(self, todo: list[RolloutJob], done_before: list[RolloutRecord]) -> None:
         cost_before = sum(r.cost_usd or 0.0 for r in done_before)
         title = f"{self.conf.model.id} x {self.conf.scaffold.id} x {self.conf.budget.id}"
         grader_thread = None
@@ -137,38 +149,25 @@ class Runner:
             self.progress = progress
 
             def tick() -> None:
-                with self.lock:
-                    live = list(self.live.values())
+                live = executor.running()
                 self._check_run_cost(progress.cost_before + sum(item.cost for item in live), live)
                 progress.update(live)
 
-            executor = make_executor(self.conf.executor.kind, self.conf.parallel)
-            executor.run(todo, self._work, self._finished, tick)
+            executor = self.executor
+            assert executor is not None
+            executor.run_rollouts(todo, self._finished, tick)
         if grader_thread is not None:
             self.grade_queue.put(None)
             grader_thread.join()
 
-    def _work(self, item: Planned) -> tuple[RolloutRecord, dict[str, Any] | None] | None:
-        """One rollout, on an executor's worker; None when the run is stopping."""
-        if self.stopping:
-            return None
-        live = Live(item.task.id, item.index)
-        with self.lock:
-            self.live[(item.task.id, item.index)] = live
-        try:
-            return self.rollouts.run(item.task, self.images[item.task.id].agent, live)
-        except Interrupted:
-            return None
-        finally:
-            with self.lock:
-                self.live.pop((item.task.id, item.index), None)
-
-    def _finished(self, _item: Planned, result: tuple[RolloutRecord, dict[str, Any] | None] | None) -> None:
+    def _finished(self, _job: RolloutJob, outcome: Outcome | None) -> None:
         """On the driver's thread: store a finished rollout and pass it on to grading."""
-        if result is None:
+        if outcome is None:
             return
-        record, trajectory = result
-        self.store.save_rollout(record, trajectory)
+        record = outcome.record
+        self.store.save_rollout(record, outcome.trajectory)
+        if outcome.grading is not None:  # grading.in_place: graded in the agent's container
+            self.store.save_grading(record.instance_id, record.rollout, outcome.grading)
         if self.progress is not None:
             self.progress.finished(record)
         if self.conf.grade == "none":
@@ -184,17 +183,15 @@ class Runner:
             self.recorded.add(result.key)
         self.store.append_result(result)
 
-    def _check_run_cost(self, total: float, live: list[Live]) -> None:
+    def _check_run_cost(self, total: float, live: list[Running]) -> None:
         cap = self.conf.budget.run_cost_usd
-        if cap is None or self.stopping or total < cap:
+        if cap is None or self.stopping or total < cap or self.executor is None:
             return
         self.stopping = ExitReason.RUN_COST_LIMIT
         if self.progress:
-            self.progress.log(f"run cost cap ${cap:g} reached (${total:.4f}): ending running rollouts, "
-                              "launching no more")
-        for item in live:
-            item.stop_reason = ExitReason.RUN_COST_LIMIT
-            item.stop.set()
+            self.progress.log(f"run cost cap ${cap:g} reached (${total:.4f}): ending {len(live)} running "
+                              "rollouts, launching no more")
+        self.executor.stop(ExitReason.RUN_COST_LIMIT)
 
     def _on_signal(self, signum: int) -> None:
         """The first Ctrl-C, SIGTERM or SIGHUP (the second one exits at once: `harness.signals`)."""
@@ -202,40 +199,46 @@ class Runner:
         self.exit_code = 128 + signum
         print(f"\ninterrupted ({signals.NAMES.get(signum, signum)}): stopping rollouts (a second signal exits at "
               "once)", flush=True)
-        with self.lock:
-            live = list(self.live.values())
-        for item in live:
-            item.stop_reason = ExitReason.INTERRUPTED
-            item.stop.set()
-            box = item.sandbox
-            if box is not None:  # ends the command in flight now instead of at its timeout
-                threading.Thread(target=close_quietly, args=(box,), daemon=True).start()
+        if self.executor is not None:
+            self.executor.stop(ExitReason.INTERRUPTED)
         if self.grading_phase:
             raise signals.Stopped(signum)
 
     # ---------------------------------------------------------------- grading
-    def _grade_one(self, record: RolloutRecord) -> None:
-        task: Task = self.tasks[record.instance_id]
-        if record.key in self.recorded:
+    def _grade(self, records: list[RolloutRecord]) -> None:
+        """Grade and record these finished rollouts (a batch: distinct patches may be timed at once)."""
+        items = [(self.tasks[r.instance_id], r) for r in records if r.key not in self.recorded]
+        if not items:
             return
-        print(f"grading {task.id} #{record.rollout}", flush=True)
-        self._append(self.grader.result(task, record))
+        print(f"grading {len(items)} rollouts: " + ", ".join(f"{t.id} #{r.rollout}" for t, r in items[:8])
+              + (" ..." if len(items) > 8 else ""), flush=True)
+        for _task, record, report in self.grader.reports(items, log=lambda _m: None):
+            self._append(graded(self.store, record, report))
 
     def _stream_grading(self) -> None:
+        """Grades as rollouts finish: whatever has finished meanwhile goes as one batch."""
         while (record := self.grade_queue.get()) is not None:
+            batch, last = [record], False
+            while not self.grade_queue.empty():
+                more = self.grade_queue.get()
+                if more is None:
+                    last = True
+                    break
+                batch.append(more)
             if self.stopping != ExitReason.INTERRUPTED:
-                self._grade_one(record)
+                self._grade(batch)
+            if last:
+                break
 
     def _record_all(self, planned: list[Planned]) -> None:
         """Every finished rollout not yet in results.jsonl gets graded (unless grade=none) and recorded."""
-        for item in planned:
-            record = self.store.rollout(item.task.id, item.index)
-            if record is None or record.key in self.recorded:
-                continue
-            if self.conf.grade == "none":
+        records = [r for item in planned if (r := self.store.rollout(item.task.id, item.index)) is not None
+                   and r.key not in self.recorded]
+        if self.conf.grade == "none":
+            for record in records:
                 self._append(graded(self.store, record, None))
-            else:
-                self._grade_one(record)
+        else:
+            self._grade(records)
 
     def _print_summary(self, report: dict[str, Any]) -> None:
         s = report["summary"]

@@ -66,8 +66,7 @@ class RunStore:
         return self.root / "rollouts" / task_id / f"{index}.json"
 
     def trajectory_ref(self, task_id: str, index: int) -> str:
-        """The run-relative path a record names its trajectory by."""
-        return f"trajectories/{task_id}/{index}.json"
+        return trajectory_ref(task_id, index)
 
     def grading_ref(self, task_id: str, index: int) -> str:
         return f"grading/{task_id}/{index}.json"
@@ -176,6 +175,11 @@ class RunStore:
         for index, rows in by_index.items():
             write_text(self.root / "predictions" / f"rollout_{index}.jsonl",
                        "".join(json.dumps(r) + "\n" for r in rows))
+
+
+def trajectory_ref(task_id: str, index: int) -> str:
+    """The run-relative path a record names its trajectory by (known wherever the rollout runs)."""
+    return f"trajectories/{task_id}/{index}.json"
 
 
 def _jsonl(path: Path) -> list[Any]:

@@ -20,8 +20,7 @@ from harness.sandbox.docker.sandbox import DockerSandbox
 from harness.sandbox.interface import SandboxError
 from harness.tasks.folder import load_task
 from runner.config import RunConf
-from runner.rollout import Live, RolloutRunner
-from runner.store import RunStore
+from runner.rollout import Live, RolloutJob, RolloutRunner
 from scaffolds.exits import ExitReason
 from tests.conftest import write_task
 from tests.docker_support import client, smoke_task, task_image
@@ -47,9 +46,9 @@ def test_an_infra_retry_waits_for_the_engine_first(tmp_path: Path) -> None:
     conf = RunConf()
     conf.infra_retries = 2
     provider = EngineAway()
-    rollouts = RolloutRunner(conf, RunStore(tmp_path / "run"), provider)  # type: ignore[arg-type]
+    rollouts = RolloutRunner(conf, "run", provider)  # type: ignore[arg-type]
     task = load_task(write_task(tmp_path, "tiny"))
-    record, _ = rollouts.run(task, "no-image", Live(task.id, 0))
+    record = rollouts.run(RolloutJob(task, 0, "no-image"), Live(task.id, 0)).record
     assert record.exit_reason == ExitReason.INFRA_ERROR and len(record.infra_errors) == 3
     assert provider.starts == 3 and provider.waits == 2  # a wait before each retry
 

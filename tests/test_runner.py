@@ -295,7 +295,8 @@ def test_spend_of_retried_attempts_is_kept(tasks_dir: Path, tmp_path: Path) -> N
     (["model.attempts=0"], "model.attempts must be positive"),
     (["model.rate_limit_max_wait_s=-1"], "model.rate_limit_max_wait_s must be 0 or more"),
     (["tasks.source=nope"], "unknown task source 'nope'"),
-    (["executor.kind=ray"], "executor 'ray' is not available"),
+    (["executor.kind=spark"], "unknown executor 'spark'; choose one of local, ray"),
+    (["executor=ray", "executor.slots_per_node=0"], "executor.slots_per_node must be at least 1"),
 ])
 def test_bad_input_is_one_line_and_a_nonzero_exit(tasks_dir: Path, tmp_path: Path, args: list[str],
                                                   message: str) -> None:

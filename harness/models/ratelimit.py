@@ -23,7 +23,9 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from harness.models.config import ModelConfig
 
@@ -128,6 +130,15 @@ class RateLimiter:
 # ---------------------------------------------------------------- the process-wide registry
 _limiters: dict[tuple[str, str, str], RateLimiter] = {}
 _lock = threading.Lock()
+# Set in a worker of a cluster: limiters that live elsewhere (the driver's), same protocol (runner.executors.ray)
+_shared: Callable[[ModelConfig], Any] | None = None
+
+
+def share_through(factory: Callable[[ModelConfig], Any] | None) -> None:
+    """Make `limiter_for` return `factory(config)`: a limiter shared by every process of a run (None: this
+    process's own again)."""
+    global _shared
+    _shared = factory
 
 
 def limiter_key(config: ModelConfig) -> tuple[str, str, str]:
@@ -139,6 +150,8 @@ def limiter_key(config: ModelConfig) -> tuple[str, str, str]:
 def limiter_for(config: ModelConfig) -> RateLimiter:
     """The shared limiter of this provider model; created by the first caller, whose `max_in_flight`
     it keeps (a run has one model config)."""
+    if _shared is not None:
+        return _shared(config)
     key = limiter_key(config)
     with _lock:
         limiter = _limiters.get(key)
@@ -149,5 +162,6 @@ def limiter_for(config: ModelConfig) -> RateLimiter:
 
 def reset() -> None:
     """Forget every limiter (tests; a new run in the same process starts with fresh state)."""
+    share_through(None)
     with _lock:
         _limiters.clear()

@@ -41,8 +41,9 @@ class SandboxProvider(Protocol):
     # Optional: `wait_ready(timeout_s, stop) -> bool` waits for the engine to answer again after a failure
     # (the runner calls it, when present, before retrying a rollout's infrastructure error).
 
-    def cleanup(self, scope: CleanupScope = "orphans") -> int:
-        """Remove our sandboxes: of dead processes (orphans), of this process (mine) or all."""
+    def cleanup(self, scope: CleanupScope = "orphans", labels: dict[str, str] | None = None) -> int:
+        """Remove our sandboxes: of dead processes (orphans), of this process (mine) or all; `labels`
+        narrows that to sandboxes started with these labels."""
         ...
 
 

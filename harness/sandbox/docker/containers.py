@@ -91,17 +91,20 @@ def _install_hooks() -> None:
 
 
 # ---------------------------------------------------------------- cleanup
-def remove_containers(scope: Scope = "orphans", client: docker.DockerClient | None = None) -> int:
+def remove_containers(scope: Scope = "orphans", client: docker.DockerClient | None = None,
+                      labels: dict[str, str] | None = None) -> int:
     """Remove containers carrying our label; returns how many were removed.
 
     orphans: those whose owning process on this host is gone (a crash, a kill -9) and those with no
              owner; containers of live processes and of other hosts (a shared engine) are left alone;
     mine:    those this process started (the second Ctrl-C: no time for anything gentler);
     all:     every one of ours, also those of runs still going.
+    `labels` narrows any scope to containers that also carry these labels (e.g. one run's).
     """
     client = client or docker_client()
     host, me = socket.gethostname(), owner_id()
-    filters = {"label": [LABEL, f"{OWNER_LABEL}={me}"]} if scope == "mine" else {"label": LABEL}
+    wanted = [LABEL, *(f"{k}={v}" for k, v in (labels or {}).items())]
+    filters = {"label": [*wanted, f"{OWNER_LABEL}={me}"] if scope == "mine" else wanted}
     removed = 0
     for container in client.containers.list(all=True, filters=filters, ignore_removed=True):
         if scope == "orphans" and not _orphaned(container.labels.get(OWNER_LABEL) or "", host):

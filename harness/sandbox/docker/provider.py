@@ -60,6 +60,6 @@ class DockerProvider:
               labels: dict[str, str] | None = None) -> DockerSandbox:
         return DockerSandbox.start(image, limits, labels)
 
-    def cleanup(self, scope: CleanupScope = "orphans") -> int:
+    def cleanup(self, scope: CleanupScope = "orphans", labels: dict[str, str] | None = None) -> int:
         with engine_errors():
-            return remove_containers(scope)
+            return remove_containers(scope, labels=labels)

@@ -1,0 +1,120 @@
+"""What runs on a Ray node: one rollout, one timing job, a sweep of a run's containers, a warm-up.
+
+Every function uses the node's own Docker engine. A rollout reports to the driver's Board about twice a
+second (steps, cost) and learns from it when to stop; the model calls go out from the node, through the
+run's shared rate limiter. A missing task image is loaded from the driver's ImageDepot before the
+container starts.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+import ray
+
+from runner.config import RunConf
+from runner.executors import TimingJob
+from runner.rollout import RUN_LABEL, Interrupted, Live, Outcome, RolloutJob, RolloutRunner
+
+SYNC_S = 0.5  # how often a rollout reports to the board
+
+
+def ensure_image(image: str, depot: Any) -> None:
+    """Make sure the node's engine has `image`: present, or loaded from the driver's depot (once per node:
+    concurrent rollouts of one task wait for the first to load it)."""
+    import docker
+
+    from harness.sandbox.docker.containers import docker_client
+
+    client = docker_client()
+
+    def present() -> bool:
+        try:
+            client.images.get(image)
+            return True
+        except docker.errors.ImageNotFound:
+            return False
+
+    if present():
+        return
+    lock = Path(tempfile.gettempdir()) / f"optrunner-image-{hashlib.sha1(image.encode()).hexdigest()[:16]}.lock"
+    with open(lock, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        if not present():
+            (ref,) = ray.get(depot.tar.remote(image))
+            client.images.load(ray.get(ref))
+
+
+def timing_cpuset(reserve: bool) -> str | None:
+    """The CPUs a node's rollout containers may use when one is kept for timing (the grader pins its timed
+    runs to the last CPU, GradeConfig.timing_cpuset); None on a one-CPU node or when not reserving."""
+    cpus = os.cpu_count() or 1
+    if not reserve or cpus < 2:
+        return None
+    return "0" if cpus == 2 else f"0-{cpus - 2}"
+
+
+def run_rollout(conf: RunConf, run_id: str, job: RolloutJob, board: Any, limiter: Any, depot: Any) -> Outcome | None:
+    """One rollout on this node; None when the run is stopping (the driver drops it; a resume redoes it)."""
+    from harness.sandbox.providers import provider
+    from runner.executors.ray_actors import share_limiter
+
+    share_limiter(limiter)
+    live = Live(job.task.id, job.index)
+    if ray.get(board.sync.remote(job.key, live.snapshot())) is not None:
+        return None  # stopped while queued
+    stopped = threading.Event()
+
+    def report() -> None:
+        while not stopped.wait(SYNC_S):
+            try:
+                reason = ray.get(board.sync.remote(job.key, live.snapshot()), timeout=10)
+            except Exception:  # noqa: BLE001 - the driver is busy or gone; the rollout's own limits still hold
+                continue
+            if reason is not None and (live.stop_reason is None or reason != live.stop_reason):
+                live.request_stop(reason)
+
+    reporter = threading.Thread(target=report, name=f"board-{job.task.id}-{job.index}", daemon=True)
+    reporter.start()
+    try:
+        sandboxes = provider("docker")
+        ensure_image(job.image, depot)
+        runner = RolloutRunner(conf, run_id, sandboxes, cpuset=timing_cpuset(conf.executor.reserve_timing_cpu))
+        return runner.run(job, live)
+    except Interrupted:
+        return None
+    finally:
+        stopped.set()
+        board.done.remote(job.key)
+
+
+def time_patch(job: TimingJob, depot: Any) -> dict[str, Any]:
+    """One timing job on this node (it holds the node's one `timing_slot`)."""
+    from harness.grader.grade import grade
+    from harness.sandbox.providers import provider
+
+    ensure_image(job.image, depot)
+    return grade(job.task, job.patch, job.image, job.config, instance_id=job.task.id, sandboxes=provider("docker"))
+
+
+def sweep(run_id: str) -> int:
+    """Remove this run's containers on this node's engine, and containers whose owning process died (a
+    worker killed with its node, a force-cancelled task). Returns how many were removed."""
+    from harness.sandbox.docker.containers import remove_containers
+
+    return remove_containers("all", labels={RUN_LABEL: run_id}) + remove_containers("orphans")
+
+
+def warm_up() -> int:
+    """Start a worker and import what a rollout needs (litellm takes seconds), before any rollout's clock."""
+    from harness.models.loader import litellm_module
+
+    import runner.rollout  # noqa: F401
+
+    litellm_module()
+    return os.getpid()
