@@ -72,14 +72,14 @@ class RayExecutor:
         from runner.executors.ray_actors import Board, ImageDepot, limiter_actor
 
         self.context, self.conf = context, context.conf
-        model_key = self.conf.model.api_key_env
-        connect(self.conf.executor, {model_key: os.environ[model_key]} if model_key in os.environ else {})
+        key_env = self.conf.model.api_key_env  # model calls go out from the nodes: they need the key
+        connect(self.conf.executor, {key_env: os.environ[key_env]} if key_env and key_env in os.environ else {})
         self.stopping: ExitReason | None = None
         self.overheads: list[float] = []
         try:
             self._check_resources(ray.cluster_resources())
             # The shared state lives on the driver's node (where the images and the run store are).
-            here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
+            here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
             self.board = ray.remote(Board).options(num_cpus=0, scheduling_strategy=here).remote()
             self.depot = ray.remote(ImageDepot).options(num_cpus=0, scheduling_strategy=here).remote()
             self.limiter = limiter_actor(self.conf.model, scheduling_strategy=here)

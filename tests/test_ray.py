@@ -1,0 +1,209 @@
+"""`executor=ray` on a real multi-node Ray cluster on this machine (`ray.cluster_utils.Cluster`: a head and
+two worker raylets, all on this machine's Docker engine), through the runner's command line.
+
+- oracle and noop on the smoke tasks: the same report as the local executor, and the same run layout;
+- a worker raylet killed mid-run: its rollouts run again on the other node, each recorded once, no
+  container left;
+- Ctrl-C: exit 130, no container left anywhere; the same command resumes and runs only what is missing;
+- the pieces the driver shares: a node lacking an image loads it from the driver, and a 429 pause set
+  by one worker holds the others.
+"""
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.docker_support import client
+from tests.openai_server import OpenAIServer, Received, Reply, completion, usage
+from tests.test_runner import results, run_dir, runner, signal_when, start_runner, tasks_dir, wait_for  # noqa: F401
+
+ray = pytest.importorskip("ray")
+from ray.cluster_utils import Cluster  # noqa: E402
+
+pytestmark = pytest.mark.docker
+SLOTS = {"rollout_slot": 2, "timing_slot": 1}
+RUN_LABEL = "optrunner.run"
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[tuple[Cluster, list[Any]]]:
+    """A head (the driver's node: the run's actors) and two worker nodes with 2 rollout slots each."""
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    workers = [cluster.add_node(num_cpus=1, resources=SLOTS) for _ in range(2)]
+    cluster.wait_for_nodes()
+    try:
+        yield cluster, workers
+    finally:
+        cluster.shutdown()
+
+
+def on_cluster(cluster: Cluster) -> list[str]:
+    return ["executor=ray", f"executor.address={cluster.address}", "executor.drain_s=10"]
+
+
+def containers_of_run(name: str) -> list[Any]:
+    return client().containers.list(all=True, filters={"label": f"{RUN_LABEL}={name}"}, ignore_removed=True)
+
+
+def comparable(run: Path) -> tuple[dict[Any, tuple[Any, ...]], dict[Any, bool], list[str]]:
+    """What must not depend on the executor: every rollout's outcome and patch, its grading status and
+    verdicts, the cost, and the files the run wrote; and which verdicts the timing noise left uncertain."""
+    rows, unsure = {}, {}
+    for r in results(run):
+        g = r.get("grading") or {}
+        key = (r["instance_id"], r["rollout"])
+        rows[key] = (r["exit_reason"], r["steps"], r["patch_sha256"], r["cost_usd"], g.get("status"),
+                     g.get("opt_base"), g.get("opt_commit"))
+        unsure[key] = any((g.get("uncertain") or {}).values())
+    files = sorted(str(p.relative_to(run)) for p in run.rglob("*") if p.is_file() and p.name != "__main__.log")
+    return rows, unsure, files
+
+
+@pytest.mark.parametrize("model", ["oracle", "noop"])
+def test_the_same_report_as_the_local_executor(cluster: tuple[Cluster, list[Any]], tmp_path: Path,
+                                               model: str) -> None:
+    common = (f"model={model}", "scaffold=mini_swe", "tasks=smoke", "rollouts=1", "grading.rounds=2", "parallel=4")
+    local = runner(*common, "name=local", out=tmp_path)
+    assert local.returncode == 0, local.stderr[-2000:]
+    remote = runner(*common, *on_cluster(cluster[0]), "name=ray", out=tmp_path)
+    assert remote.returncode == 0, remote.stderr[-2000:]
+    assert "scheduling overhead per rollout" in remote.stdout
+    (rows_a, unsure_a, files_a), (rows_b, unsure_b, files_b) = (comparable(tmp_path / "runs" / name)
+                                                                for name in ("local", "ray"))
+    assert files_a == files_b and len(rows_a) == 3
+    for key in rows_a:  # a verdict whose interval straddles its threshold may go either way on a rerun
+        cut = 6 if unsure_a[key] or unsure_b.get(key) else 7
+        assert rows_a[key][:cut] == rows_b[key][:cut], key
+    if model == "oracle":
+        assert {row[4] for row in rows_a.values()} == {"passed"}
+    assert not containers_of_run("ray")
+
+
+def slow_server(turns: int, delay_s: float) -> OpenAIServer:
+    """mini_swe replies that take `delay_s` each and submit after `turns` commands."""
+    def answer(received: Received) -> Reply:
+        body = received.body if isinstance(received.body, dict) else {}
+        done = sum(m.get("role") == "assistant" for m in body.get("messages", []))
+        command = f"echo turn {done}" if done < turns else "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+        return Reply(body=completion(f"THOUGHT: next.\n\n```mswea_bash_command\n{command}\n```",
+                                     usage_=usage(prompt=100, completion=10)), delay_s=delay_s)
+    return OpenAIServer(policy=answer)
+
+
+def local_model(server: OpenAIServer) -> list[str]:
+    return ["model=local", f"model.api_base={server.base_url}", "model.served_name=slow", "model.price.input=1",
+            "model.price.output=2", "scaffold=mini_swe"]
+
+
+def test_a_killed_node_s_rollouts_run_elsewhere(tasks_dir: Path, tmp_path: Path) -> None:  # noqa: F811
+    # A cluster of its own: a node of the shared one is killed here.
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    victim, _ = [cluster.add_node(num_cpus=1, resources=SLOTS) for _ in range(2)]
+    cluster.wait_for_nodes()
+    try:
+        with slow_server(turns=6, delay_s=1.0) as server:
+            proc = start_runner(*local_model(server), f"tasks.selector={tasks_dir}", "rollouts=2", "parallel=4",
+                                "grade=none", "name=killed", *on_cluster(cluster), out=tmp_path)
+            try:
+                wait_for(lambda: len([c for c in containers_of_run("killed") if c.status == "running"]) == 4, 120,
+                         "4 rollouts running on the two nodes")
+                cluster.remove_node(victim, allow_graceful=False)
+                output, _ = proc.communicate(timeout=300)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+        assert proc.returncode == 0, output[-3000:]
+        records = results(tmp_path / "runs" / "killed")
+        assert sorted((r["instance_id"], r["rollout"]) for r in records) == [("alpha", 0), ("alpha", 1),
+                                                                            ("beta", 0), ("beta", 1)]
+        assert {r["exit_reason"] for r in records} == {"submitted"}, [r["exit_message"][-300:] for r in records]
+        # The two killed rollouts ran again from the start: more than 4 x 7 model calls reached the server.
+        assert len(server.requests) > 4 * 7
+        assert not containers_of_run("killed")
+    finally:
+        cluster.shutdown()
+
+
+def test_ctrl_c_leaves_no_container_and_the_same_command_resumes(
+        cluster: tuple[Cluster, list[Any]], tasks_dir: Path, tmp_path: Path) -> None:  # noqa: F811
+    with slow_server(turns=4, delay_s=0.5) as server:
+        args = (*local_model(server), f"tasks.selector={tasks_dir}", "rollouts=4", "parallel=2", "grade=none",
+                "name=stopped", *on_cluster(cluster[0]))
+        proc = start_runner(*args, out=tmp_path)
+        run = tmp_path / "runs" / "stopped"
+
+        def two_finished_and_more_running() -> None:
+            wait_for(lambda: (run / "results.jsonl").is_file() and len(results(run)) >= 2
+                     and any(c.status == "running" for c in containers_of_run("stopped")), 180,
+                     "two rollouts finished and more running")
+
+        output, took = signal_when(proc, two_finished_and_more_running, signal.SIGINT, timeout=120)
+        assert proc.returncode == 130, output[-3000:]
+        assert not containers_of_run("stopped")
+        kept = {(r["instance_id"], r["rollout"]) for r in results(run)}
+        assert 2 <= len(kept) < 8
+        again = runner(*args, out=tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert f"{len(kept)} rollouts already finished, {8 - len(kept)} to run" in again.stdout
+    keys = [(r["instance_id"], r["rollout"]) for r in results(run)]
+    assert len(keys) == len(set(keys)) == 8 and kept <= set(keys)
+    assert not containers_of_run("stopped")
+
+
+def test_a_node_without_the_image_loads_it_from_the_driver(cluster: tuple[Cluster, list[Any]]) -> None:
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from runner.executors import ray_node
+    from runner.executors.ray_actors import ImageDepot
+
+    docker = client()
+    source = docker.images.list(filters={"label": "optrunner.task"})[0] if docker.images.list(
+        filters={"label": "optrunner.task"}) else docker.images.list()[0]
+    name = "optrunner-test/depot:1"
+    source.tag(name)
+    ray.init(address=cluster[0].address, logging_level="ERROR", log_to_driver=False)
+    try:
+        depot = ray.remote(ImageDepot).options(num_cpus=0).remote()
+        ray.get(depot.tar.remote(name))  # saved on the driver's side while the image is there
+        docker.images.remove(name)  # gone from the (shared) engine: the node must load it
+        node = cluster[1][0].node_id
+        ensure = ray.remote(ray_node.ensure_image).options(
+            num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
+        ray.get(ensure.remote(name, depot), timeout=120)
+        assert docker.images.get(name).id == source.id
+    finally:
+        ray.shutdown()
+        try:
+            docker.images.remove(name)
+        except Exception:  # noqa: BLE001 - not there
+            pass
+
+
+def test_a_429_pause_from_one_worker_holds_the_others(cluster: tuple[Cluster, list[Any]]) -> None:
+    from harness.models.config import ModelConfig
+    from runner.executors.ray_actors import RemoteLimiter, limiter_actor
+
+    def acquire_elsewhere(actor: Any) -> tuple[float, float]:
+        import time
+
+        ticket = RemoteLimiter(actor).acquire()
+        RemoteLimiter(actor).succeeded(ticket)
+        return time.time(), ticket.gate_wait_s
+
+    ray.init(address=cluster[0].address, logging_level="ERROR", log_to_driver=False)
+    try:
+        actor = limiter_actor(ModelConfig(name="openai/x", api_base="http://127.0.0.1:9"))
+        here = RemoteLimiter(actor)
+        ticket = here.acquire()
+        paused_at = time.time()
+        here.rate_limited(ticket, 3.0)  # a 429 with Retry-After: 3 seen by this process
+        let_through, waited = ray.get(ray.remote(acquire_elsewhere).options(
+            num_cpus=0, resources={"rollout_slot": 1}).remote(actor), timeout=60)
+        assert waited > 0 and let_through >= paused_at + 3.0 - 0.05  # the other node's worker waited it out
+    finally:
+        ray.shutdown()
