@@ -15,7 +15,7 @@ from harness.grader.config import GradeConfig
 from harness.sandbox.interface import TaskImages
 from harness.sandbox.providers import SandboxProvider
 from harness.tasks.task import Task
-from runner.executors import TimingJob
+from runner.executors.base import TimingJob
 from runner.records import ResultRecord, RolloutRecord
 from runner.store import RunStore
 

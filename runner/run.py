@@ -23,7 +23,7 @@ from harness.models.loader import litellm_module
 from harness.models.records import CallRecord
 from harness.sandbox.providers import provider
 from runner.config import ConfigError, RunConf
-from runner.executors import Context, Executor, Running, make_executor
+from runner.executors.base import Context, Executor, Running, make_executor
 from runner.grading import Grader, graded
 from runner.plan import Planned, plan, select
 from runner.progress import Progress
@@ -117,7 +117,7 @@ class Runner:
         if resuming:
             print(f"resuming {self.store.root}: {len(done_before)} rollouts already finished, {len(todo)} to run"
                   + (f"; removed {removed} leftover containers" if removed else ""), flush=True)
-        self.executor = make_executor(Context(self.conf, self.store.root.name, self.sandboxes, images))
+        self.executor = make_executor(Context(self.conf, self.store.run_id, self.sandboxes, images))
         self.grader = Grader(self.store, self.conf.grading, images, self.sandboxes, timing=self.executor.time_patches)
         self.tasks = {t.id: t for t in tasks}
         return planned, todo, done_before

@@ -16,6 +16,7 @@ read, so the rollout is simply recorded again on resume.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
@@ -33,6 +34,12 @@ class RunStore:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self._lock = threading.Lock()
+
+    @property
+    def run_id(self) -> str:
+        """The run's id in its containers' labels: its name and a digest of its path (two output roots may
+        hold runs of the same name, and a sweep of a cluster's leftovers must not touch the other's)."""
+        return f"{self.root.name}-{hashlib.sha1(str(self.root.resolve()).encode()).hexdigest()[:8]}"
 
     # ---------------------------------------------------------------- config
     @property

@@ -10,6 +10,7 @@ two worker raylets, all on this machine's Docker engine), through the runner's c
 """
 from __future__ import annotations
 
+import json
 import signal
 import time
 from collections.abc import Iterator
@@ -47,7 +48,9 @@ def on_cluster(cluster: Cluster) -> list[str]:
 
 
 def containers_of_run(name: str) -> list[Any]:
-    return client().containers.list(all=True, filters={"label": f"{RUN_LABEL}={name}"}, ignore_removed=True)
+    """Containers of the run called `name` (its label: the name and a digest of the run's path)."""
+    found = client().containers.list(all=True, filters={"label": RUN_LABEL}, ignore_removed=True)
+    return [c for c in found if c.labels[RUN_LABEL].rsplit("-", 1)[0] == name]
 
 
 def comparable(run: Path) -> tuple[dict[Any, tuple[Any, ...]], dict[Any, bool], list[str]]:
@@ -207,3 +210,18 @@ def test_a_429_pause_from_one_worker_holds_the_others(cluster: tuple[Cluster, li
         assert waited > 0 and let_through >= paused_at + 3.0 - 0.05  # the other node's worker waited it out
     finally:
         ray.shutdown()
+
+
+def test_the_run_cost_cap_reaches_the_nodes(cluster: tuple[Cluster, list[Any]], tasks_dir: Path,  # noqa: F811
+                                            tmp_path: Path) -> None:
+    steps = ",".join(["{bash: 'sleep 0.2'}"] * 100)  # far more than the cap allows
+    done = runner("model=script", f"model.steps=[{steps}]", "scaffold=mini_swe", f"tasks.selector={tasks_dir}",
+                  "tasks.ids=[alpha]", "rollouts=3", "parallel=2", "grade=none", "budget.max_steps=200",
+                  "budget.run_cost_usd=0.001", "name=capped", *on_cluster(cluster[0]), out=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    records = results(tmp_path / "runs" / "capped")
+    # The two running rollouts were ended by the driver through the board; the third never started.
+    assert [r["exit_reason"] for r in records] == ["run_cost_limit"] * 2
+    assert all(r["steps"] < 50 for r in records) and sum(r["cost_usd"] for r in records) < 0.01
+    assert json.loads((tmp_path / "runs" / "capped" / "report.json").read_text())["summary"]["n_missing"] == 1
+    assert not containers_of_run("capped")

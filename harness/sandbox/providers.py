@@ -38,6 +38,8 @@ class SandboxProvider(Protocol):
     def start(self, image: str, limits: SandboxLimits | None = None,
               labels: dict[str, str] | None = None) -> Sandbox: ...
 
+    # Optional: `has_image(name) -> bool`, `export_image(name) -> bytes`, `import_image(data)` move an image
+    # from one machine's engine to another's (the Ray executor's nodes).
     # Optional: `wait_ready(timeout_s, stop) -> bool` waits for the engine to answer again after a failure
     # (the runner calls it, when present, before retrying a rollout's infrastructure error).
 

@@ -6,89 +6,9 @@
 
 The driver (runner.run) keeps the run store, the progress display and the run cost cap; an executor runs
 jobs and hands each `Outcome` back on the driver's thread. It knows nothing about the store's files.
+
+The interface and the records executors exchange with the driver are in `base.py`; this module is only
+the registry, so that the config check can name the executors without importing them.
 """
-from __future__ import annotations
-
-import importlib
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
-
-if TYPE_CHECKING:  # kept light: the config check imports EXECUTORS from here
-    from harness.grader.config import GradeConfig
-    from harness.sandbox.interface import TaskImages
-    from harness.sandbox.providers import SandboxProvider
-    from harness.tasks.task import Task
-    from runner.config import RunConf
-    from runner.rollout import Outcome, RolloutJob
-    from scaffolds.exits import ExitReason
 
 EXECUTORS = {"local": "runner.executors.local:LocalExecutor", "ray": "runner.executors.ray:RayExecutor"}
-TICK_S = 0.5  # how often the driver's tick runs (progress, cost cap)
-
-
-@dataclass
-class TimingJob:
-    """One patch of one task to time and judge (plain, picklable)."""
-    task: Task
-    patch: str
-    image: str  # the task's grading image
-    config: GradeConfig
-
-
-class Running(Protocol):
-    """What the driver sees of a running rollout (progress display, cost cap)."""
-    task_id: str
-    index: int
-    started_at: float
-    attempt: int
-
-    @property
-    def steps(self) -> int: ...
-
-    @property
-    def cost(self) -> float: ...
-
-
-class Executor(Protocol):
-    def run_rollouts(self, jobs: Sequence[RolloutJob], done: Callable[[RolloutJob, Outcome | None], None],
-                     tick: Callable[[], None]) -> None:
-        """Run every job; call `done(job, outcome)` on the driver's thread as each ends (None: dropped
-        because the run is stopping) and `tick()` about twice a second. Exceptions of the rollout code
-        propagate (a bug, not an outcome)."""
-        ...
-
-    def running(self) -> list[Running]: ...
-
-    def stop(self, reason: ExitReason) -> None:
-        """Launch nothing more and ask every running rollout to end with `reason` (safe from a signal
-        handler; returns at once)."""
-        ...
-
-    def time_patches(self, jobs: Sequence[TimingJob],
-                     log: Callable[[str], None]) -> Iterator[tuple[int, dict[str, Any]]]:
-        """Grade each job; yields (index in jobs, report) as each finishes."""
-        ...
-
-    def remove_sandboxes(self) -> None:
-        """The second signal: remove this run's containers now, wherever they run."""
-        ...
-
-    def close(self) -> None: ...
-
-
-@dataclass
-class Context:
-    """What every executor is built from."""
-    conf: RunConf
-    run_id: str
-    sandboxes: SandboxProvider  # this machine's (the driver's)
-    images: dict[str, TaskImages]
-
-
-def make_executor(context: Context) -> Executor:
-    kind = context.conf.executor.kind
-    if kind not in EXECUTORS:
-        raise ValueError(f"unknown executor {kind!r}; known: {', '.join(EXECUTORS)}")
-    module, _, cls = EXECUTORS[kind].partition(":")
-    return getattr(importlib.import_module(module), cls)(context)

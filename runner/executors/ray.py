@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.config import ConfigError, ExecutorConf
-from runner.executors import TICK_S, Context, Running, TimingJob
+from runner.executors.base import TICK_S, Context, Running, TimingJob
 from runner.rollout import RUN_LABEL, Outcome, RolloutJob
 from scaffolds.exits import ExitReason
 

@@ -110,8 +110,7 @@ class ImageDepot:
         """The image as a tar in the object store (saved once per run); wrapped in a list so the caller
         gets the reference, not the bytes through this actor."""
         if image not in self.saved:
-            from harness.sandbox.docker.containers import docker_client
+            from harness.sandbox.providers import provider
 
-            data = b"".join(docker_client().images.get(image).save(named=True))
-            self.saved[image] = ray.put(data)
+            self.saved[image] = ray.put(provider("docker").export_image(image))  # type: ignore[attr-defined]
         return [self.saved[image]]

@@ -18,7 +18,7 @@ from typing import Any
 import ray
 
 from runner.config import RunConf
-from runner.executors import TimingJob
+from runner.executors.base import TimingJob
 from runner.rollout import RUN_LABEL, Interrupted, Live, Outcome, RolloutJob, RolloutRunner
 
 SYNC_S = 0.5  # how often a rollout reports to the board
@@ -27,27 +27,17 @@ SYNC_S = 0.5  # how often a rollout reports to the board
 def ensure_image(image: str, depot: Any) -> None:
     """Make sure the node's engine has `image`: present, or loaded from the driver's depot (once per node:
     concurrent rollouts of one task wait for the first to load it)."""
-    import docker
+    from harness.sandbox.providers import provider
 
-    from harness.sandbox.docker.containers import docker_client
-
-    client = docker_client()
-
-    def present() -> bool:
-        try:
-            client.images.get(image)
-            return True
-        except docker.errors.ImageNotFound:
-            return False
-
-    if present():
+    engine = provider("docker")
+    if engine.has_image(image):  # type: ignore[attr-defined]
         return
     lock = Path(tempfile.gettempdir()) / f"optrunner-image-{hashlib.sha1(image.encode()).hexdigest()[:16]}.lock"
     with open(lock, "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
-        if not present():
+        if not engine.has_image(image):  # type: ignore[attr-defined]
             (ref,) = ray.get(depot.tar.remote(image))
-            client.images.load(ray.get(ref))
+            engine.import_image(ray.get(ref))  # type: ignore[attr-defined]
 
 
 def timing_cpuset(reserve: bool) -> str | None:
@@ -105,9 +95,10 @@ def time_patch(job: TimingJob, depot: Any) -> dict[str, Any]:
 def sweep(run_id: str) -> int:
     """Remove this run's containers on this node's engine, and containers whose owning process died (a
     worker killed with its node, a force-cancelled task). Returns how many were removed."""
-    from harness.sandbox.docker.containers import remove_containers
+    from harness.sandbox.providers import provider
 
-    return remove_containers("all", labels={RUN_LABEL: run_id}) + remove_containers("orphans")
+    engine = provider("docker")
+    return engine.cleanup("all", labels={RUN_LABEL: run_id}) + engine.cleanup("orphans")
 
 
 def warm_up() -> int:

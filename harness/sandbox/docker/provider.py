@@ -56,6 +56,24 @@ class DockerProvider:
         with engine_errors():
             return ensure_images(docker_client(), list(tasks), BaseImageSpec(base=base_image), progress, base_map)
 
+    # Moving images between engines (runner.executors.ray: a node that lacks a task image gets it from the
+    # driver's engine, `docker save` there and `docker load` here).
+    def has_image(self, name: str) -> bool:
+        with engine_errors():
+            try:
+                docker_client().images.get(name)
+                return True
+            except docker.errors.ImageNotFound:
+                return False
+
+    def export_image(self, name: str) -> bytes:
+        with engine_errors():
+            return b"".join(docker_client().images.get(name).save(named=True))
+
+    def import_image(self, data: bytes) -> None:
+        with engine_errors():
+            docker_client().images.load(data)
+
     def start(self, image: str, limits: SandboxLimits | None = None,
               labels: dict[str, str] | None = None) -> DockerSandbox:
         return DockerSandbox.start(image, limits, labels)
