@@ -102,6 +102,8 @@ class Runner:
         tasks = select(self.conf)  # config errors first: nothing has started yet
         check = self._check_model()
         self.sandboxes.ensure_ready()
+        # Before the run directory exists: a cluster that cannot be reached refuses the run.
+        self.executor = make_executor(Context(self.conf, self.store.run_id, self.sandboxes))
         resuming = self.store.bind_config(self.plain)
         if check is not None:
             self.store.append_check(check.to_dict())
@@ -117,7 +119,6 @@ class Runner:
         if resuming:
             print(f"resuming {self.store.root}: {len(done_before)} rollouts already finished, {len(todo)} to run"
                   + (f"; removed {removed} leftover containers" if removed else ""), flush=True)
-        self.executor = make_executor(Context(self.conf, self.store.run_id, self.sandboxes, images))
         self.grader = Grader(self.store, self.conf.grading, images, self.sandboxes, timing=self.executor.time_patches)
         self.tasks = {t.id: t for t in tasks}
         return planned, todo, done_before

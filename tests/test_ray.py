@@ -225,3 +225,16 @@ def test_the_run_cost_cap_reaches_the_nodes(cluster: tuple[Cluster, list[Any]], 
     assert all(r["steps"] < 50 for r in records) and sum(r["cost_usd"] for r in records) < 0.01
     assert json.loads((tmp_path / "runs" / "capped" / "report.json").read_text())["summary"]["n_missing"] == 1
     assert not containers_of_run("capped")
+
+
+def test_a_second_ctrl_c_exits_at_once_and_leaves_no_container(cluster: tuple[Cluster, list[Any]],
+                                                               tasks_dir: Path, tmp_path: Path) -> None:  # noqa: F811
+    with slow_server(turns=20, delay_s=0.5) as server:
+        proc = start_runner(*local_model(server), f"tasks.selector={tasks_dir}", "rollouts=2", "parallel=4",
+                            "grade=none", "name=twice", *on_cluster(cluster[0]), out=tmp_path)
+        output, took = signal_when(proc, lambda: wait_for(
+            lambda: len([c for c in containers_of_run("twice") if c.status == "running"]) == 4, 120,
+            "4 rollouts running"), signal.SIGINT, signal.SIGINT, timeout=60)
+    assert proc.returncode == 130 and took < 10, (took, output[-2000:])
+    # The workers die with the driver's job; what they had started is removed by then or orphaned and swept.
+    wait_for(lambda: not containers_of_run("twice"), 60, "no container of the run left")

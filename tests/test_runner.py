@@ -297,6 +297,7 @@ def test_spend_of_retried_attempts_is_kept(tasks_dir: Path, tmp_path: Path) -> N
     (["tasks.source=nope"], "unknown task source 'nope'"),
     (["executor.kind=spark"], "unknown executor 'spark'; choose one of local, ray"),
     (["executor=ray", "executor.slots_per_node=0"], "executor.slots_per_node must be at least 1"),
+    (["executor=ray", "executor.address=127.0.0.1:1", "model=noop"], "cannot reach the Ray cluster at '127.0.0.1:1'"),
 ])
 def test_bad_input_is_one_line_and_a_nonzero_exit(tasks_dir: Path, tmp_path: Path, args: list[str],
                                                   message: str) -> None:

@@ -11,7 +11,6 @@ from runner.executors import EXECUTORS
 
 if TYPE_CHECKING:
     from harness.grader.config import GradeConfig
-    from harness.sandbox.interface import TaskImages
     from harness.sandbox.providers import SandboxProvider
     from harness.tasks.task import Task
     from runner.config import RunConf
@@ -77,7 +76,6 @@ class Context:
     conf: RunConf
     run_id: str
     sandboxes: SandboxProvider  # this machine's (the driver's)
-    images: dict[str, TaskImages]
 
 
 def make_executor(context: Context) -> Executor:

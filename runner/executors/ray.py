@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import statistics
 import time
 from collections import deque
@@ -49,6 +50,7 @@ def connect(conf: ExecutorConf, env: dict[str, str]) -> None:
     import ray
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    reachable(conf.address)
     options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
     if env:
         options["runtime_env"] = {"env_vars": env}
@@ -60,6 +62,19 @@ def connect(conf: ExecutorConf, env: dict[str, str]) -> None:
     except (ConnectionError, RuntimeError, ValueError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ConfigError(f"cannot reach the Ray cluster at {conf.address!r} ({first}); start one with "
+                          f"`{START_NODES}` or leave executor.address empty for a Ray on this machine") from None
+
+
+def reachable(address: str, timeout_s: float = 5.0) -> None:
+    """A HOST:PORT (or ray://HOST:PORT) that does not answer is refused in seconds: Ray itself keeps
+    retrying for minutes."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return  # "" or "auto": Ray answers at once
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as err:
+        raise ConfigError(f"cannot reach the Ray cluster at {address!r} ({err.strerror or err}); start one with "
                           f"`{START_NODES}` or leave executor.address empty for a Ray on this machine") from None
 
 

@@ -20,6 +20,7 @@ import ray
 from runner.config import RunConf
 from runner.executors.base import TimingJob
 from runner.rollout import RUN_LABEL, Interrupted, Live, Outcome, RolloutJob, RolloutRunner
+from scaffolds.exits import ExitReason
 
 SYNC_S = 0.5  # how often a rollout reports to the board
 
@@ -64,7 +65,9 @@ def run_rollout(conf: RunConf, run_id: str, job: RolloutJob, board: Any, limiter
         while not stopped.wait(SYNC_S):
             try:
                 reason = ray.get(board.sync.remote(job.key, live.snapshot()), timeout=10)
-            except Exception:  # noqa: BLE001 - the driver is busy or gone; the rollout's own limits still hold
+            except ray.exceptions.RayActorError:  # the board died with its driver: nobody will take the result
+                reason = ExitReason.INTERRUPTED
+            except ray.exceptions.RayError:  # the driver is busy: the rollout's own limits still hold
                 continue
             if reason is not None and (live.stop_reason is None or reason != live.stop_reason):
                 live.request_stop(reason)
