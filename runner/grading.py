@@ -9,15 +9,25 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from harness.grader.config import GradeConfig
 from harness.sandbox.interface import TaskImages
 from harness.sandbox.providers import SandboxProvider
 from harness.tasks.task import Task
-from runner.executors.base import TimingJob
 from runner.records import ResultRecord, RolloutRecord
 from runner.store import RunStore
+
+
+@dataclass
+class TimingJob:
+    """One patch of one task to time and judge (plain, picklable)."""
+    task: Task
+    patch: str
+    image: str  # the task's grading image
+    config: GradeConfig
+
 
 # One timing job at a time in this process: concurrent timing runs would measure each other.
 TIMING_LOCK = threading.Lock()

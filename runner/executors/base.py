@@ -1,5 +1,5 @@
 """What an executor is (`Executor`), what it exchanges with the driver (`RolloutJob`/`Outcome` in
-runner.rollout, `TimingJob` here, `Running`), and `make_executor`, which builds one by name."""
+runner.rollout, `TimingJob` in runner.grading, `Running`), and `make_executor`, which builds one by name."""
 from __future__ import annotations
 
 import importlib
@@ -10,23 +10,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 from runner.executors import EXECUTORS
 
 if TYPE_CHECKING:
-    from harness.grader.config import GradeConfig
     from harness.sandbox.providers import SandboxProvider
-    from harness.tasks.task import Task
     from runner.config import RunConf
+    from runner.grading import TimingJob
     from runner.rollout import Outcome, RolloutJob
     from scaffolds.exits import ExitReason
 
 TICK_S = 0.5  # how often the driver's tick runs (progress, cost cap)
-
-
-@dataclass
-class TimingJob:
-    """One patch of one task to time and judge (plain, picklable)."""
-    task: Task
-    patch: str
-    image: str  # the task's grading image
-    config: GradeConfig
 
 
 class Running(Protocol):

@@ -7,8 +7,8 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
-from runner.executors.base import TICK_S, Context, Running, TimingJob
-from runner.grading import time_locally
+from runner.executors.base import TICK_S, Context, Running
+from runner.grading import TimingJob, time_locally
 from runner.rollout import Interrupted, Live, Outcome, RolloutJob, RolloutRunner
 from scaffolds.exits import ExitReason
 

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.config import ConfigError, ExecutorConf
-from runner.executors.base import TICK_S, Context, Running, TimingJob
+from runner.executors.base import TICK_S, Context, Running
+from runner.grading import TimingJob
 from runner.rollout import RUN_LABEL, Outcome, RolloutJob
 from scaffolds.exits import ExitReason
 

@@ -18,7 +18,7 @@ from typing import Any
 import ray
 
 from runner.config import RunConf
-from runner.executors.base import TimingJob
+from runner.grading import TimingJob
 from runner.rollout import RUN_LABEL, Interrupted, Live, Outcome, RolloutJob, RolloutRunner
 from scaffolds.exits import ExitReason
 
