@@ -43,6 +43,7 @@ bench: images
 	$(PY) -m tests.bench.sidebyside
 	$(PY) -m tests.bench.runner
 	$(PY) -m tests.bench.grading $(if $(FULL),--full,)
+	$(PY) -m tests.bench.sessions
 	$(PY) -m tests.bench.soak
 
 cleanup: venv docker

@@ -17,7 +17,7 @@ def regrade(run_dir: Path, force: bool = False, rounds: int | None = None, mode:
     from harness.grader.config import GradeConfig
     from harness.sandbox.providers import provider
     from runner.config import validate
-    from runner.grading import Grader
+    from runner.grading import Grader, graded
     from runner.plan import select
     from runner.report import write_reports
     from runner.store import RunStore
@@ -41,15 +41,16 @@ def regrade(run_dir: Path, force: bool = False, rounds: int | None = None, mode:
                                      progress=print, base_map=dict(conf.tasks.base_map))
     grader = Grader(store, conf.grading, images, sandboxes, force=force)
     records = []
-    try:
-        for record in finished:
-            print(f"grading {record.instance_id} rollout {record.rollout}", flush=True)
-            records.append(grader.result(tasks[record.instance_id], record))
+    try:  # one timing session per task for what is not graded yet (runner.grading)
+        for _task, record, report in grader.reports([(tasks[r.instance_id], r) for r in finished],
+                                                    log=lambda m: print(m, flush=True)):
+            records.append(graded(store, record, report))
     except KeyboardInterrupt:
         # Each new grading report is on disk already (the next run reuses it); results.jsonl stays as it was.
         write_reports(store, conf, list(tasks))
         raise
-    store.rewrite_results(records)
+    order = {r.key: n for n, r in enumerate(finished)}
+    store.rewrite_results(sorted(records, key=lambda r: order[r.key]))
     write_reports(store, conf, list(tasks))
     return store.report_md
 

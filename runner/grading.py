@@ -2,8 +2,9 @@
 
 A stored report is reused while the patch and the grading settings are unchanged (resume). Within a run,
 rollouts of one task that produced byte-identical patches share one grading: timing the same code twice
-only measures noise, and the reuse is recorded (`reused_from`). What is left to measure goes to a timing
-function as one batch: here one job at a time (`time_locally`); on Ray, one job per node at a time.
+only measures noise, and the reuse is recorded (`reused_from`). What is left to measure becomes one
+timing job per task, all its distinct patches graded in one session (harness.grader.grade), handed to
+a timing function: here one job at a time (`time_locally`); on Ray, one job per node at a time.
 """
 from __future__ import annotations
 
@@ -22,9 +23,9 @@ from runner.store import RunStore
 
 @dataclass
 class TimingJob:
-    """One patch of one task to time and judge (plain, picklable)."""
+    """The patches of one task to time and judge in one session (plain, picklable)."""
     task: Task
-    patch: str
+    patches: list[str]
     image: str  # the task's grading image
     config: GradeConfig
 
@@ -32,19 +33,19 @@ class TimingJob:
 # One timing job at a time in this process: concurrent timing runs would measure each other.
 TIMING_LOCK = threading.Lock()
 Log = Callable[[str], None]
-Timing = Callable[[Sequence[TimingJob], Log], Iterator[tuple[int, dict[str, Any]]]]
+Timing = Callable[[Sequence[TimingJob], Log], Iterator[tuple[int, list[dict[str, Any]]]]]
 
 
 def time_locally(sandboxes: SandboxProvider) -> Timing:
     """Timing on this machine: the jobs one after another, yielded as each finishes."""
-    def timing(jobs: Sequence[TimingJob], log: Log) -> Iterator[tuple[int, dict[str, Any]]]:
-        from harness.grader.grade import grade
+    def timing(jobs: Sequence[TimingJob], log: Log) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+        from harness.grader.grade import grade_patches
 
         for i, job in enumerate(jobs):
             with TIMING_LOCK:
-                report = grade(job.task, job.patch, job.image, job.config, instance_id=job.task.id, log=log,
-                               sandboxes=sandboxes)
-            yield i, report
+                reports = grade_patches(job.task, list(job.patches), job.image, job.config,
+                                        instance_id=job.task.id, log=log, sandboxes=sandboxes)
+            yield i, reports
     return timing
 
 
@@ -61,29 +62,38 @@ class Grader:
     def reports(self, items: Sequence[tuple[Task, RolloutRecord]], log: Log = lambda _m: None,
                 ) -> Iterator[tuple[Task, RolloutRecord, dict[str, Any]]]:
         """The grading report of each rollout, as each is ready: stored, shared with an identical patch,
-        or measured now (the distinct patches left over go to the timing function as one batch)."""
-        jobs: list[TimingJob] = []
-        waiting: list[list[tuple[Task, RolloutRecord]]] = []  # per job: the rollouts it grades
-        job_of: dict[tuple[str, str | None], int] = {}
+        or measured now (the distinct patches left over, one timing session per task)."""
+        jobs: list[TimingJob] = []  # one per task
+        waiting: list[list[list[tuple[Task, RolloutRecord]]]] = []  # per job, per patch: the rollouts it grades
+        job_of: dict[str, int] = {}
+        slot_of: dict[tuple[str, str | None], tuple[int, int]] = {}
         for task, record in items:
             stored = self.store.grading(task.id, record.rollout)
             if self._matches(stored, record):
                 yield task, record, self._keep(task, record, stored)  # type: ignore[arg-type]
                 continue
-            same = self._by_patch.get((task.id, record.patch_sha256))
+            key = (task.id, record.patch_sha256)
+            same = self._by_patch.get(key)
             if same is not None and same[0] != record.rollout:
                 yield task, record, self._keep(task, record, {**same[1], "reused_from": same[0]}, save=True)
-            elif (task.id, record.patch_sha256) in job_of:
-                waiting[job_of[(task.id, record.patch_sha256)]].append((task, record))
+            elif key in slot_of:
+                j, k = slot_of[key]
+                waiting[j][k].append((task, record))
             else:
-                job_of[(task.id, record.patch_sha256)] = len(jobs)
-                jobs.append(TimingJob(task, record.patch or "", self.images[task.id].grading, self.config))
-                waiting.append([(task, record)])
-        for i, report in self.timing(jobs, log):
-            (task, first), *others = waiting[i]
-            yield task, first, self._keep(task, first, report, save=True)
-            for task, record in others:
-                yield task, record, self._keep(task, record, {**report, "reused_from": first.rollout}, save=True)
+                if task.id not in job_of:
+                    job_of[task.id] = len(jobs)
+                    jobs.append(TimingJob(task, [], self.images[task.id].grading, self.config))
+                    waiting.append([])
+                j = job_of[task.id]
+                jobs[j].patches.append(record.patch or "")
+                waiting[j].append([(task, record)])
+                slot_of[key] = (j, len(waiting[j]) - 1)
+        for j, reports in self.timing(jobs, log):
+            for k, report in enumerate(reports):
+                (task, first), *others = waiting[j][k]
+                yield task, first, self._keep(task, first, report, save=True)
+                for task, record in others:
+                    yield task, record, self._keep(task, record, {**report, "reused_from": first.rollout}, save=True)
 
     def _keep(self, task: Task, record: RolloutRecord, report: dict[str, Any], save: bool = False) -> dict[str, Any]:
         if save:

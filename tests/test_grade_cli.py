@@ -54,12 +54,13 @@ def test_selector_matching_nothing(tmp_path: Path) -> None:
         assert done.returncode == 2 and "no task folders" in done.stderr and "Traceback" not in done.stderr
 
 
-def _prediction_files(folder: Path, patches: list[str]) -> list[str]:
-    """One GSO predictions file per rollout, each with the tiny task's patch of that rollout."""
+def _prediction_files(folder: Path, patches: list[str], ids: tuple[str, ...] = ("tiny",)) -> list[str]:
+    """One GSO predictions file per rollout, each with the patch of that rollout for every task in `ids`."""
     files = []
     for i, patch in enumerate(patches):
         path = folder / f"rollout_{i}.jsonl"
-        path.write_text(json.dumps({"instance_id": "tiny", "model_patch": patch, "model_name_or_path": "m"}) + "\n")
+        path.write_text("".join(json.dumps({"instance_id": task_id, "model_patch": patch, "model_name_or_path": "m"})
+                                + "\n" for task_id in ids))
         files.append(str(path))
     return files
 
@@ -105,19 +106,21 @@ def test_sigterm_while_grading_keeps_what_finished(tmp_path: Path) -> None:
 
     tasks = tmp_path / "tasks"
     task = write_task(tasks)
+    write_task(tasks, "second")
     gold = (task / "expert.patch").read_text()
-    files = _prediction_files(tmp_path, [SLOW_PATCH, gold, SLOW_PATCH, gold])
+    # Each task's rollouts are graded in one session: tiny's first, then second's.
+    files = _prediction_files(tmp_path, [SLOW_PATCH, gold], ids=("tiny", "second"))
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "harness", "grade", "--predictions", *files, "--tasks", str(tasks),
                              "--out", str(out), "--rounds", "2"], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
     def ready() -> None:
-        wait_for(lambda: (out / "rollout_0" / "tiny" / "report.json").exists(), 300, "the first report")
-        wait_for(lambda: bool(containers_of(proc.pid)), 120, "the next grading's containers")
+        wait_for(lambda: (out / "rollout_1" / "tiny" / "report.json").exists(), 300, "the first session's reports")
+        wait_for(lambda: bool(containers_of(proc.pid)), 120, "the next session's containers")
 
     output, _ = signal_when(proc, ready, signal.SIGTERM)
     assert proc.returncode == 143 and "Traceback" not in output, output[-2000:]
     assert not containers_of(proc.pid)
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["interrupted"] and summary["statuses"] == {"passed": 1}  # what was graded is summarised
+    assert summary["interrupted"] and summary["statuses"] == {"passed": 2}  # what was graded is summarised

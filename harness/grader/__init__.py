@@ -3,8 +3,9 @@
 config.py       GradeConfig (rounds, timing mode, statistic, p): the `grading` config schema too
 states.py       a code state in a fresh sandbox: patch cascade, rebuild, hidden tests, one test run
 perfkit.py      the GSO test protocol helper copied next to the hidden tests (runs in the container)
-timing.py       the rounds schedule, per-test estimates, bootstrap intervals
-grade.py        grade(): one patch -> one report with GSO's keys, statuses, scores and intervals
+timing.py       a session's schedule of runs, per-test estimates, bootstrap intervals
+grade.py        grade_patches(): a task's patches -> one report each (GSO's keys, statuses, scores,
+                intervals), timed together in sessions; grade(): one patch
 predictions.py  GSO predictions files
 batch.py        many patches: predictions files (`harness grade`) and the suite check (`harness validate`)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from harness.atomic import read_json, write_json
 from harness.grader.config import GradeConfig, patch_sha256
-from harness.grader.grade import grade
+from harness.grader.grade import grade, grade_patches
 from harness.grader.gso_reports import write_gso_layout
 from harness.grader.predictions import Prediction
 from harness.metrics.summary import Outcome, summarize
@@ -42,26 +42,33 @@ def grade_predictions(rollouts: list[list[Prediction]], tasks: list[Task], image
 def _grade_all(rollouts: list[list[Prediction]], tasks: list[Task], by_id: dict[str, Task],
                images: dict[str, TaskImages], config: GradeConfig, out: Path, log: Log,
                reports: list[dict[str, dict[str, Any]]]) -> None:
-    """Grade rollout after rollout, appending each one's reports to `reports` as they are written."""
+    """Grade every task's predictions, of all rollout files, in one timing session per task (stored reports
+    are reused); `reports` (one dict per rollout file) fills in as each report is written."""
+    done: list[dict[str, dict[str, Any]]] = [{} for _ in rollouts]
+    reports.extend(done)
+    missing: dict[str, list[tuple[int, Prediction, Path]]] = {}
     for index, predictions in enumerate(rollouts):
-        done: dict[str, dict[str, Any]] = {}
-        reports.append(done)
         for pred in predictions:
             path = out / f"rollout_{index}" / pred.instance_id / "report.json"
             report = _stored(path, pred, config)
             if report is None:
-                log(f"rollout {index}: grading {pred.instance_id}")
-                report = grade(by_id[pred.instance_id], pred.model_patch, images[pred.instance_id].grading, config,
-                               log=log)
-                report["model_name_or_path"] = pred.model_name_or_path
-                write_json(path, report, indent=2)
+                missing.setdefault(pred.instance_id, []).append((index, pred, path))
             else:
                 log(f"rollout {index}: {pred.instance_id} already graded, reusing {path}")
-            done[pred.instance_id] = report
+                done[index][pred.instance_id] = report
+    for task_id, todo in missing.items():
+        log(f"grading {task_id}: rollouts {', '.join(str(i) for i, _, _ in todo)} in one session")
+        graded = grade_patches(by_id[task_id], [pred.model_patch for _, pred, _ in todo], images[task_id].grading,
+                               config, log=log)
+        for (index, pred, path), report in zip(todo, graded):
+            report["model_name_or_path"] = pred.model_name_or_path
+            write_json(path, report, indent=2)
+            done[index][task_id] = report
+    for index, predictions in enumerate(rollouts):
         # GSO's own layout beside ours, so its run reports and Opt@K merge read these gradings
         write_gso_layout(out, f"rollout_{index}", {p.instance_id: {"model_patch": p.model_patch,
                                                                    "model_name_or_path": p.model_name_or_path}
-                                                   for p in predictions}, done, [t.id for t in tasks])
+                                                   for p in predictions}, done[index], [t.id for t in tasks])
 
 
 def _stored(path: Path, pred: Prediction, config: GradeConfig) -> dict[str, Any] | None:

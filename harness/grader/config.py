@@ -37,6 +37,7 @@ class GradeConfig:
     calibrate: bool = True  # reward tasks: measure the metric's anchors on this machine (grader.anchors)
     in_place: bool = False  # reward tasks: verify in the agent's own container, as Harbor does
     success: float = 0.5  # reward tasks: the score that counts as solved for Opt@K (0.5 = the reference)
+    session_patches: int = 8  # distinct patches of a task timed in one session (grade.py; memory may cap it)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -55,6 +56,8 @@ class GradeConfig:
             raise ValueError(f"gso_version must be one of {', '.join(GSO_MIN_SPEEDUP)}, got {self.gso_version!r}")
         if not 0 < self.success <= 1:
             raise ValueError(f"success must be in (0, 1], got {self.success}")
+        if self.session_patches < 1:
+            raise ValueError(f"session_patches must be at least 1, got {self.session_patches}")
         if self.bootstrap < 1:
             raise ValueError(f"bootstrap must be at least 1, got {self.bootstrap}")
 

@@ -1,16 +1,24 @@
-"""Grading one rollout: a patch for a task, timed against the base code and the expert's change.
+"""Grading patches of one task, timed against the base code and the expert's change, in sessions.
 
-Each code state (base, expert, patch) gets its own fresh sandbox from the task image; the agent never
-touched any of them. They are started, patched and built in parallel; the base stores reference
-results, expert and patch are checked against them (these correctness runs double as the discarded
-warm-up), then the timing rounds follow (`timing.py`).
+A session grades every distinct patch of a task at once. Each code state gets its own fresh sandbox
+from the task image (the agent never touched any of them): the base and the expert once per session,
+each patch its own. They are started, patched and built in parallel; the base stores reference results,
+the expert and every patch are checked against them (these correctness runs double as the discarded
+warm-up), then the timing rounds follow (`timing.time_session`), where every patch runs right next to an
+expert run. With one patch this is the one-patch grading the tool always did.
+
+A session holds at most `grading.session_patches` patches, and no more containers than this machine's
+available memory holds at their memory limit each; a task with more distinct patches gets several
+sessions. Every report names its session (`session`: id, patches, wall time).
 
 Verdicts use GSO's definitions (harness.metrics); bootstrap intervals over rounds flag a verdict as
 uncertain when its interval straddles the threshold. The report keeps GSO's keys and adds ours.
 """
 from __future__ import annotations
 
+import re
 import time
+import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
@@ -21,53 +29,121 @@ from harness import metrics
 from harness.grader.config import GradeConfig
 from harness.grader.states import CodeState, StepFailed, Stop, copy_references, prepare_state, reason_of, \
     run_test_script
-from harness.grader.timing import RATIOS, Log, bootstrap, estimates, straddles, time_rounds
+from harness.grader.timing import RATIOS, Log, bootstrap, estimates, straddles, time_session
 from harness.sandbox.interface import Sandbox, SandboxError, pin_if_possible
 from harness.sandbox.providers import SandboxProvider, provider
 from harness.tasks.task import Task
 
 # round(gm, 1) >= 1.2 holds from gm = 1.15 on (1.1 from 1.05): the value an interval is compared with.
 EDGE_BELOW_THRESHOLD = 0.05
+PREPARE_THREADS = 8  # containers started, patched and built at once
 
 
 def grade(task: Task, patch: str | None, image: str, config: GradeConfig | None = None,
           instance_id: str | None = None, log: Log = lambda _msg: None,
           sandboxes: SandboxProvider | None = None) -> dict[str, Any]:
     """Grade one patch; always returns a report (failures are statuses, not exceptions)."""
+    return grade_patches(task, [patch], image, config, instance_id, log, sandboxes)[0]
+
+
+def grade_patches(task: Task, patches: list[str | None], image: str, config: GradeConfig | None = None,
+                  instance_id: str | None = None, log: Log = lambda _msg: None,
+                  sandboxes: SandboxProvider | None = None) -> list[dict[str, Any]]:
+    """One report per patch, in order; byte-identical patches are graded once and share the report."""
     config = config or GradeConfig()
     sandboxes = sandboxes or provider("docker")
     if task.reward_check is not None:  # a verifier that writes a reward (Harbor), not timed tests
         from harness.grader.reward import grade_reward
-        return grade_reward(task, patch, image, config, sandboxes, instance_id, log)
-    started = time.monotonic()
-    report = config.new_report(instance_id or task.id, patch, base_times=[], patch_times=[], commit_times=[],
-                               opt_stats={}, score=0.0)
-    boxes: list[Sandbox] = []
-    try:
+        return [grade_reward(task, p, image, config, sandboxes, instance_id, log) for p in patches]
+    reports = [config.new_report(instance_id or task.id, p, base_times=[], patch_times=[], commit_times=[],
+                                 opt_stats={}, score=0.0) for p in patches]
+    first: dict[str | None, int] = {}  # patch digest -> the index that is graded
+    for i, report in enumerate(reports):
         if not report["patch_exists"]:
-            raise Stop("empty_patch", "the patch is empty")
-        states = _prepare(task, patch or "", image, config, report, boxes, log, sandboxes)
-        times = time_rounds(task, states, config, log)
-        verdicts(report, [s.name for s in states], times, states[0].tests, config)
-        report["status"], report["reason"] = "passed", ""
+            report.update(status="empty_patch", reason="the patch is empty", wall_time_s=0.0)
+        else:
+            first.setdefault(report["patch_sha256"], i)
+    todo = list(first.values())
+    size = session_size(task, config)
+    for start in range(0, len(todo), size):
+        _session(task, [(i, patches[i] or "") for i in todo[start:start + size]], reports, image, config, log,
+                 sandboxes)
+    return [dict(reports[first[r["patch_sha256"]]]) if r["patch_exists"] else r for r in reports]
+
+
+def session_size(task: Task, config: GradeConfig) -> int:
+    """How many patches one session may hold: `config.session_patches`, and no more containers (the base's
+    and the expert's besides) than the available memory holds at their limit each."""
+    per = _bytes(task.memory or config.memory)
+    available = _available_memory()
+    fit = int(available // per) - 2 if per and available else config.session_patches
+    return max(1, min(config.session_patches, fit))
+
+
+def _bytes(size: str) -> int:
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([bkmgt]?)b?\s*", size.lower())
+    if not match:
+        return 0
+    return int(float(match.group(1)) * 1024 ** "bkmgt".index(match.group(2) or "b"))
+
+
+def _available_memory() -> int:
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _session(task: Task, items: list[tuple[int, str]], reports: list[dict[str, Any]], image: str,
+             config: GradeConfig, log: Log, sandboxes: SandboxProvider) -> None:
+    """Grade the patches `items` ((index into reports, patch)) in one timing session; fills their reports."""
+    started = time.monotonic()
+    open_ = {i for i, _ in items}  # reports without a status yet
+    boxes: list[Sandbox] = []
+
+    def finish(i: int, status: str, reason: str) -> None:
+        reports[i]["status"], reports[i]["reason"] = status, reason
+        open_.discard(i)
+
+    try:
+        base, commit, patched = _prepare(task, items, image, config, reports, boxes, log, sandboxes, finish)
+        if patched:
+            times, paired, failed = time_session(task, base, commit, list(patched.values()), config, log)
+            for i, state in patched.items():
+                if state.name in failed:
+                    finish(i, "test_failed", reason_of(failed[state.name], "patch"))
+                    continue
+                verdicts(reports[i], ["base", "patch", "commit"], {"base": times["base"], "patch": times[state.name],
+                                                                   "commit": paired[state.name]}, base.tests, config)
+                finish(i, "passed", "")
     except Stop as stop:
-        report["status"], report["reason"] = stop.status, stop.reason
+        for i in list(open_):
+            finish(i, stop.status, stop.reason)
     except SandboxError as err:  # infrastructure, not the patch: say so, grade the rest
-        report["status"], report["reason"] = "error", str(err)
+        for i in list(open_):
+            finish(i, "error", str(err))
     finally:
         for box in boxes:
             try:
                 box.close()
             except SandboxError:
                 pass  # already gone; the provider's exit hooks and cleanup cover the rest
-    report["wall_time_s"] = round(time.monotonic() - started, 2)
-    return report
+    wall = round(time.monotonic() - started, 2)
+    session = {"id": uuid.uuid4().hex[:12], "patches": len(items), "wall_time_s": wall}
+    for i, _ in items:
+        reports[i]["wall_time_s"] = round(wall / len(items), 2)  # this patch's share of the session
+        reports[i]["session"] = session
 
 
-def _prepare(task: Task, patch: str, image: str, config: GradeConfig, report: dict[str, Any],
-             boxes: list[Sandbox], log: Log, sandboxes: SandboxProvider) -> list[CodeState]:
-    """Start, patch and build the three states in parallel; then check them in GSO's status order."""
-
+def _prepare(task: Task, items: list[tuple[int, str]], image: str, config: GradeConfig,
+             reports: list[dict[str, Any]], boxes: list[Sandbox], log: Log, sandboxes: SandboxProvider,
+             finish: Any) -> tuple[CodeState, CodeState, dict[int, CodeState]]:
+    """Start, patch and build every state in parallel; then check them in GSO's status order. Returns the
+    base, the expert and the patches that passed their checks (the others get their status here)."""
     limits = replace(config.limits().for_task(None, task.memory), network=task.network == "allowed")
 
     def start(name: str, code: str | None) -> CodeState:
@@ -81,13 +157,16 @@ def _prepare(task: Task, patch: str, image: str, config: GradeConfig, report: di
                 run_test_script(state, test, "reference", task.test_timeout)
         return state
 
-    log(f"[{task.id}] base: reference run; expert and patch: apply, build, equivalence (in parallel)")
-    with ThreadPoolExecutor(3, thread_name_prefix="grade-prepare") as pool:
+    log(f"[{task.id}] base: reference run; expert and {len(items)} patch(es): apply, build, equivalence")
+    with ThreadPoolExecutor(min(PREPARE_THREADS, len(items) + 2), thread_name_prefix="grade-prepare") as pool:
+        # Every start is queued before any check, so a check never holds a thread its start is waiting for.
         base_f = pool.submit(start, "base", None)
-        expert_f, patch_f = (pool.submit(start, name, code) for name, code in
-                             (("commit", task.expert_patch), ("patch", patch)))
+        commit_f = pool.submit(start, "commit", task.expert_patch)
+        patch_fs = {i: pool.submit(start, f"patch{k}" if len(items) > 1 else "patch", code)
+                    for k, (i, code) in enumerate(items)}
         # The equivalence runs need the base's reference results; they double as the warm-up.
-        expert_eq, patch_eq = (pool.submit(_eqcheck, base_f, state_f, task) for state_f in (expert_f, patch_f))
+        commit_eq = pool.submit(_eqcheck, base_f, commit_f, task)
+        patch_eqs = {i: pool.submit(_eqcheck, base_f, f, task) for i, f in patch_fs.items()}
     cpuset = config.timing_cpuset()
     if cpuset is not None:  # timing runs share one CPU, where the provider can pin
         for box in boxes:
@@ -97,21 +176,27 @@ def _prepare(task: Task, patch: str, image: str, config: GradeConfig, report: di
         base = base_f.result()
     except StepFailed as err:
         raise Stop("base_failed", reason_of(err, "base")) from None
-    report["base_successfully_run"] = True
+    for i, _ in items:
+        reports[i]["base_successfully_run"] = True
     try:
-        expert = expert_eq.result()
+        commit = commit_eq.result()
     except StepFailed as err:  # the task itself is broken on this machine, not the rollout
         raise Stop("error", reason_of(err, "expert")) from None
-    try:
-        patched = patch_f.result()
-    except StepFailed as err:
-        raise Stop("patch_failed", reason_of(err, "patch")) from None
-    report["patch_successfully_applied"] = True
-    try:
-        patch_eq.result()
-    except StepFailed as err:
-        raise Stop("test_failed", reason_of(err, "patch")) from None
-    return [base, patched, expert]
+    patched: dict[int, CodeState] = {}
+    for i, _ in items:
+        try:
+            state = patch_fs[i].result()
+        except StepFailed as err:
+            finish(i, "patch_failed", reason_of(err, "patch"))
+            continue
+        reports[i]["patch_successfully_applied"] = True
+        try:
+            patch_eqs[i].result()
+        except StepFailed as err:
+            finish(i, "test_failed", reason_of(err, "patch"))
+            continue
+        patched[i] = state
+    return base, commit, patched
 
 
 def _eqcheck(base_f: Future[CodeState], other_f: Future[CodeState], task: Task) -> CodeState:

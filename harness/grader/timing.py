@@ -1,15 +1,15 @@
 """Timing code states: the schedule of rounds, per-test estimates from round times, bootstrap intervals.
 
-- `interleaved` (default): in every round each (test, state) runs once as a fresh process, the patch
-  and the expert back to back, states in rotated order, one process at a time, all containers pinned
-  to the same CPU. Per-test speedups are paired: the median over rounds of each round's ratio, so the
-  machine's slow spells cancel out of it;
+- `interleaved` (default): in every round each (test, state) runs once as a fresh process, every
+  patch right next to an expert run (patches in pairs around one: p E p'), the patch order and the
+  base's place rotating, one process at a time, all containers pinned to the same CPU. Per-test speedups
+  are paired: the median over rounds of each round's ratio (against the expert run beside the patch),
+  so the machine's slow spells cancel out of it;
 - `gso`: GSO's order and statistic for comparison: all base runs, then all patch runs, then all
   expert runs, no pinning, ratios of the mean times.
 """
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 
 import numpy as np
@@ -19,32 +19,78 @@ from harness.grader.states import CodeState, StepFailed, Stop, reason_of, run_te
 from harness.tasks.task import Task
 
 Log = Callable[[str], None]
+Times = dict[str, dict[str, list[float]]]
 
 
-def time_rounds(task: Task, states: list[CodeState], config: GradeConfig,
-                 log: Log) -> dict[str, dict[str, list[float]]]:
-    """times[state][test] = one value per round."""
-    tests = states[0].tests
+def time_session(task: Task, base: CodeState, commit: CodeState, patches: list[CodeState], config: GradeConfig,
+                 log: Log) -> tuple[Times, Times, dict[str, StepFailed]]:
+    """Time a session's states: (times[state][test], paired[patch][test], failed patches).
+
+    times holds one value per round for the base and every patch; paired[patch] holds, per round, the
+    expert run that ran next to that patch (interleaved) or the expert's runs (gso). A patch whose timed
+    run fails is dropped from the later rounds and returned in `failed`; a failing base or expert run
+    ends the session (Stop).
+    """
+    tests = base.tests
     rounds = min(config.rounds, task.runs_per_test or config.rounds)  # a task may cap them (GSO's slow repos)
-    times: dict[str, dict[str, list[float]]] = {s.name: {t: [] for t in tests} for s in states}
-    if config.mode == "interleaved":
-        # The machine's speed drifts over seconds, so the patch and the expert, whose ratio decides
-        # opt_commit, always run back to back. Cycling through the 4 orders that keep them together
-        # puts each state first and last, and before and after each other state, equally often
-        # (a run is slowed by what ran just before it).
-        orders = [o for o in itertools.permutations(states) if abs(o.index(states[1]) - o.index(states[2])) == 1]
-        schedule = [(r, test, state) for r in range(rounds) for i, test in enumerate(tests)
-                    for state in orders[(r * len(tests) + i) % len(orders)]]
-    else:  # GSO: all base runs, then all patch runs, then all expert runs
-        schedule = [(r, test, state) for state in states for test in tests for r in range(rounds)]
-    log(f"[{task.id}] timing: {len(schedule)} runs ({config.mode})")
-    for _r, test, state in schedule:
+    times: Times = {s.name: {t: [] for t in tests} for s in (base, commit, *patches)}
+    paired: Times = {p.name: {t: [] for t in tests} for p in patches}
+    failed: dict[str, StepFailed] = {}
+
+    def run(state: CodeState, test: str) -> float | None:
+        if state.name in failed:
+            return None
         try:
-            times[state.name][test].append(run_test_script(state, test, None, task.test_timeout))
+            value = run_test_script(state, test, None, task.test_timeout)
         except StepFailed as err:
-            status = {"base": "base_failed", "patch": "test_failed"}.get(state.name, "error")
-            raise Stop(status, reason_of(err, state.name)) from None
-    return times
+            if state is base or state is commit:
+                raise Stop("base_failed" if state is base else "error", reason_of(err, state.name)) from None
+            failed[state.name] = err
+            return None
+        times[state.name][test].append(value)
+        return value
+
+    if config.mode == "interleaved":
+        log(f"[{task.id}] timing: {rounds} rounds x {len(tests)} tests, {len(patches)} patch(es) (interleaved)")
+        for r in range(rounds):
+            for i, test in enumerate(tests):
+                live = [p for p in patches if p.name not in failed]
+                for group in interleaved_order(base, commit, live, r * len(tests) + i):
+                    expert_time = None
+                    for state in group:
+                        value = run(state, test)
+                        if state is commit:
+                            expert_time = value
+                    for state in group:
+                        if state is not base and state is not commit and state.name not in failed:
+                            paired[state.name][test].append(expert_time)  # type: ignore[arg-type]
+    else:  # GSO: all base runs, then all patch runs, then all expert runs
+        log(f"[{task.id}] timing: {rounds} rounds x {len(tests)} tests, {len(patches)} patch(es) (gso)")
+        for state in (base, *patches, commit):
+            for test in tests:
+                for _ in range(rounds):
+                    run(state, test)
+        paired = {p.name: times[commit.name] for p in patches}
+    return times, paired, failed
+
+
+def interleaved_order(base: CodeState, commit: CodeState, patches: list[CodeState], k: int) -> list[list[CodeState]]:
+    """The runs of one (round, test), in groups: patches in pairs around one expert run (p E p'), so each
+    patch runs right next to an expert run, and the base once, alone, between two groups. `k` counts the
+    (round, test) slots: the patch order rotates with it, and so does the base's place (a run is slowed by
+    what ran just before it). With one patch this cycles through the four orders that keep the patch and
+    the expert together (B p E, p E B, B E p, E p B)."""
+    if not patches:
+        return [[base], [commit]]
+    n = len(patches)
+    order = patches[k % n:] + patches[:k % n]
+    if n == 1:
+        groups = [[order[0], commit] if (k // 2) % 2 == 0 else [commit, order[0]]]
+    else:
+        groups = [[order[j], commit, order[j + 1]] if j + 1 < n else
+                  ([order[j], commit] if k % 2 == 0 else [commit, order[j]]) for j in range(0, n, 2)]
+    place = k % (len(groups) + 1)
+    return groups[:place] + [[base]] + groups[place:]
 
 
 # The speedups of the report: (numerator state, denominator state) of each ratio of times.

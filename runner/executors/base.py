@@ -49,8 +49,9 @@ class Executor(Protocol):
         ...
 
     def time_patches(self, jobs: Sequence[TimingJob],
-                     log: Callable[[str], None]) -> Iterator[tuple[int, dict[str, Any]]]:
-        """Grade each job; yields (index in jobs, report) as each finishes."""
+                     log: Callable[[str], None]) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+        """Grade each job (one task's patches in one session); yields (index in jobs, its reports, one
+        per patch) as each finishes."""
         ...
 
     def remove_sandboxes(self) -> None:

@@ -64,7 +64,7 @@ class LocalExecutor:
 
     # ---------------------------------------------------------------- grading
     def time_patches(self, jobs: Sequence[TimingJob],
-                     log: Callable[[str], None]) -> Iterator[tuple[int, dict[str, Any]]]:
+                     log: Callable[[str], None]) -> Iterator[tuple[int, list[dict[str, Any]]]]:
         return time_locally(self.context.sandboxes)(jobs, log)
 
     def remove_sandboxes(self) -> None:

@@ -101,7 +101,7 @@ class RayExecutor:
             self.limiter = limiter_actor(self.conf.model, scheduling_strategy=here)
             self._rollout = ray.remote(ray_node.run_rollout).options(
                 num_cpus=0, resources={"rollout_slot": 1}, max_retries=RETRIES)
-            self._timing = ray.remote(ray_node.time_patch).options(
+            self._timing = ray.remote(ray_node.time_patches).options(
                 num_cpus=0, resources={"timing_slot": 1}, max_retries=RETRIES)
             self._conf = ray.put(self.conf)  # one copy in the object store, not one per task
             self._warm_up()
@@ -201,7 +201,7 @@ class RayExecutor:
 
     # ---------------------------------------------------------------- grading
     def time_patches(self, jobs: Sequence[TimingJob],
-                     log: Callable[[str], None]) -> Iterator[tuple[int, dict[str, Any]]]:
+                     log: Callable[[str], None]) -> Iterator[tuple[int, list[dict[str, Any]]]]:
         import ray
 
         refs = {self._timing.remote(job, self.depot): i for i, job in enumerate(jobs)}
@@ -211,10 +211,10 @@ class RayExecutor:
                 for ref in ready:
                     i = refs.pop(ref)
                     try:
-                        report = ray.get(ref)
+                        reports = ray.get(ref)
                     except ray.exceptions.RayTaskError as err:
                         raise err.as_instanceof_cause() from None
-                    yield i, report
+                    yield i, reports
         finally:  # interrupted: the timing jobs still running end now
             for ref in refs:
                 ray.cancel(ref, force=True)

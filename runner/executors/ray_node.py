@@ -1,4 +1,4 @@
-"""What runs on a Ray node: one rollout, one timing job, a sweep of a run's containers, a warm-up.
+"""What runs on a Ray node: one rollout, one task's timing session, a sweep of a run's containers, a warm-up.
 
 Every function uses the node's own Docker engine. A rollout reports to the driver's Board about twice a
 second (steps, cost) and learns from it when to stop; the model calls go out from the node, through the
@@ -86,13 +86,14 @@ def run_rollout(conf: RunConf, run_id: str, job: RolloutJob, board: Any, limiter
         board.done.remote(job.key)
 
 
-def time_patch(job: TimingJob, depot: Any) -> dict[str, Any]:
-    """One timing job on this node (it holds the node's one `timing_slot`)."""
-    from harness.grader.grade import grade
+def time_patches(job: TimingJob, depot: Any) -> list[dict[str, Any]]:
+    """One task's timing session on this node (it holds the node's one `timing_slot`)."""
+    from harness.grader.grade import grade_patches
     from harness.sandbox.providers import provider
 
     ensure_image(job.image, depot)
-    return grade(job.task, job.patch, job.image, job.config, instance_id=job.task.id, sandboxes=provider("docker"))
+    return grade_patches(job.task, list(job.patches), job.image, job.config, instance_id=job.task.id,
+                         sandboxes=provider("docker"))
 
 
 def sweep(run_id: str) -> int:
