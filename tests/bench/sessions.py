@@ -108,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
         table.add_row(task.id, f"{per_alone:.1f}", f"{per_together:.1f}", f"{ratio:.2f}x", str(sessions),
                       " ".join(f"{g:.3f}" for g in golds), f"{spread:.2f}",
                       f"{len(named) - len(differ)}/{len(named)}", ", ".join(differ) or "-")
+        console.print(f"{task.id}: {per_alone:.1f} s per patch alone, {per_together:.1f} s together ({ratio:.2f}x), "
+                      f"{sessions} session(s); gold hm {' '.join(f'{g:.3f}' for g in golds)} (CV {spread:.2f}%); "
+                      f"verdicts differing where sure: {', '.join(differ) or 'none'}")
         for name in named:
             console.print(f"[dim]{task.id} {name:12} alone {verdict(alone[name])}"
                           f"{' (uncertain)' if unsure(alone[name]) else ''}; together {verdict(first[name])}"
