@@ -102,14 +102,6 @@ class Grader:
             self._by_patch[(task.id, record.patch_sha256)] = (record.rollout, report)
         return report
 
-    def report(self, task: Task, record: RolloutRecord, log: Log = lambda _m: None) -> dict[str, Any]:
-        """The grading report of one rollout."""
-        return next(self.reports([(task, record)], log))[2]
-
-    def result(self, task: Task, record: RolloutRecord) -> ResultRecord:
-        """The results.jsonl record of a graded rollout."""
-        return graded(self.store, record, self.report(task, record))
-
 
 def graded(store: RunStore, record: RolloutRecord, report: dict[str, Any] | None) -> ResultRecord:
     """A results.jsonl record: the rollout plus the summary of its grading (None: not graded)."""

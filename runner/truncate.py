@@ -65,7 +65,8 @@ def truncated_runs(runs: list[Run], steps_list: list[int]) -> list[Run]:
                 continue  # the run itself is that budget or smaller: nothing to cut
             cut_store = store.truncated(steps)
             grader = Grader(cut_store, run.conf.grading, images, sandboxes)
-            records: list[ResultRecord] = []
+            records: dict[tuple[str, int], ResultRecord] = {}
+            to_grade = []
             for record in run.records:
                 trajectory = store.trajectory(record)
                 patch = patch_at(record, trajectory, steps, every)
@@ -73,13 +74,16 @@ def truncated_runs(runs: list[Run], steps_list: list[int]) -> list[Run]:
                 cut = dataclasses.replace(record.rollout_record(), patch=patch, patch_sha256=patch_sha256(patch),
                                           steps=min(record.steps, steps), usage=usage, cost_usd=cost)
                 if patch == record.patch:  # the same code as at the end: the same grading, not a new noisy one
-                    records.append(graded(store, cut, store.grading(record.instance_id, record.rollout)))
-                    continue
-                print(f"truncated to {steps} steps: grading {cut.instance_id} #{cut.rollout}", flush=True)
-                records.append(grader.result(tasks[cut.instance_id], cut))
+                    records[cut.key] = graded(store, cut, store.grading(record.instance_id, record.rollout))
+                else:
+                    to_grade.append((tasks[cut.instance_id], cut))
+            if to_grade:  # one timing session per task (runner.grading)
+                print(f"truncated to {steps} steps: grading {len(to_grade)} rollouts", flush=True)
+            for _task, cut, report in grader.reports(to_grade):
+                records[cut.key] = graded(cut_store, cut, report)
             conf = copy.deepcopy(run.conf)
             conf.budget.max_steps = steps
             conf.budget.id = f"{run.conf.budget.id}@{steps}"
-            out.append(Run(cut_store.root, conf, records, run.task_ids, f"{run.label} @{steps} steps",
-                           approximate=True))
+            out.append(Run(cut_store.root, conf, [records[r.key] for r in run.records], run.task_ids,
+                           f"{run.label} @{steps} steps", approximate=True))
     return out

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
@@ -141,7 +142,7 @@ def _session(task: Task, items: list[tuple[int, str]], reports: list[dict[str, A
 
 def _prepare(task: Task, items: list[tuple[int, str]], image: str, config: GradeConfig,
              reports: list[dict[str, Any]], boxes: list[Sandbox], log: Log, sandboxes: SandboxProvider,
-             finish: Any) -> tuple[CodeState, CodeState, dict[int, CodeState]]:
+             finish: Callable[[int, str, str], None]) -> tuple[CodeState, CodeState, dict[int, CodeState]]:
     """Start, patch and build every state in parallel; then check them in GSO's status order. Returns the
     base, the expert and the patches that passed their checks (the others get their status here)."""
     limits = replace(config.limits().for_task(None, task.memory), network=task.network == "allowed")

@@ -12,6 +12,7 @@ from runner.grading import TimingJob, time_locally
 from runner.rollout import Interrupted, Live, Outcome, RolloutJob, RolloutRunner
 from scaffolds.exits import ExitReason
 
+
 class LocalExecutor:
     def __init__(self, context: Context) -> None:
         self.context = context
