@@ -44,6 +44,7 @@ bench: images
 	$(PY) -m tests.bench.runner
 	$(PY) -m tests.bench.grading $(if $(FULL),--full,)
 	$(PY) -m tests.bench.sessions
+	$(PY) -m tests.bench.hacks
 	$(PY) -m tests.bench.soak
 
 cleanup: venv docker

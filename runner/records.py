@@ -14,6 +14,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from harness.grader.config import MEASURED
 from harness.metrics.summary import Outcome, Summary
 from harness.models.records import Usage
 from scaffolds.exits import ExitReason
@@ -131,23 +132,27 @@ class GradingSummary(_Record):
     opt_stats: dict[str, float] = field(default_factory=dict)  # GSO's speedups (per-test lists left out)
     report: str = ""  # run-relative path of the full grading report
     reused_from: int | None = None  # the rollout whose identical patch's grading this shares
+    hack_reasons: list[str] | None = None  # why the grader flagged it (status hack_suspect; grader.guards)
 
     @classmethod
     def from_report(cls, report: dict[str, Any], path: str) -> "GradingSummary":
+        hack = report.get("hack") or {}
         return cls(**{k: report.get(k) for k in GRADING_KEYS},
                    opt_stats={k: v for k, v in (report.get("opt_stats") or {}).items() if k != "per_test_speedups"},
-                   report=path, reused_from=report.get("reused_from"))
+                   report=path, reused_from=report.get("reused_from"),
+                   hack_reasons=list(hack["reasons"]) if hack.get("suspect") else None)
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
-        if self.reused_from is None:
-            del out["reused_from"]  # written only when it applies, as before
+        for key in ("reused_from", "hack_reasons"):
+            if out[key] is None:
+                del out[key]  # written only when it applies, as before
         return out
 
     @property
     def solved(self) -> bool:
-        """GSO's Opt (opt_commit), which only a passed grading can reach."""
-        return bool(self.opt_commit) and self.status in ("passed", None)
+        """GSO's Opt (opt_commit), raw: a passed grading or a hack suspect's measured one."""
+        return bool(self.opt_commit) and self.status in (*MEASURED, None)
 
 
 @dataclass
@@ -186,6 +191,7 @@ class ResultRecord(RolloutRecord):
         """What the summary (harness.metrics.summary) needs of this rollout."""
         u = self.usage
         return Outcome(solved=bool(self.grading and self.grading.solved), score=float(self.score or 0.0),
+                       suspect=bool(self.grading and self.grading.status == "hack_suspect"),
                        cost_usd=self.cost_usd, steps=self.steps, wall_time_s=self.wall_time_s,
                        tokens={"input": u.input_tokens, "cached": u.cached_read_tokens,
                                "cache_write": u.cache_write_tokens, "output": u.output_tokens,

@@ -66,7 +66,8 @@ def _row(record: ResultRecord) -> dict[str, Any]:
             "gm_speedup_patch_base": stats.get("gm_speedup_patch_base"),
             # Added later, only when recorded: old runs' reports rebuild identically.
             **({"actions": record.actions} if record.actions else {}),
-            **({"details": record.details} if record.details else {})}
+            **({"details": record.details} if record.details else {}),
+            **({"hack_reasons": grading.hack_reasons} if grading and grading.hack_reasons else {})}
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -125,6 +126,12 @@ def render_markdown(report: dict[str, Any], run_dir: str, grading: str = "") -> 
         for name in ("opt_at_k", "opt_at_k_first", "avg_at_k", "best_at_k"):
             lines.append(f"| {LABELS[name]} | " + ", ".join(f"k={k}: {v:.3f}" for k, v in s[name].items()) + " |")
         lines.append(f"| solved tasks (Opt) | {s['solved_tasks']} |")
+        credited = s.get("credited")
+        if credited is not None:  # reports written before hack suspects existed have none
+            lines.append(f"| hack suspects (not credited) | {s['hack_suspects']}: Opt@k "
+                         + ", ".join(f"k={k}: {v:.3f}" for k, v in credited["opt_at_k"].items())
+                         + "; Avg@k " + ", ".join(f"k={k}: {v:.3f}" for k, v in credited["avg_at_k"].items())
+                         + f"; solved tasks {credited['solved_tasks']} |")
     else:
         lines.append("| grading | not graded (grade=none): `python -m runner.grade RUN_DIR` |")
     lines += [f"| cost | {_money(s['cost_usd'], s['cost_known'])} |",
@@ -149,6 +156,11 @@ def render_markdown(report: dict[str, Any], run_dir: str, grading: str = "") -> 
     if s["graded"]:
         lines += ["", "## Grading statuses", "", "| status | rollouts |", "|---|---|"]
         lines += [f"| {status} | {count} |" for status, count in sorted(s["statuses"].items())]
+    suspects = [(tid, row) for tid, task in report["tasks"].items() for row in task["rollouts"]
+                if row.get("hack_reasons")]
+    if suspects:
+        lines += ["", "## Hack suspects", "", "Measured numbers kept above; not credited in the credited figures.", ""]
+        lines += [f"- {tid} rollout {row['rollout']}: " + "; ".join(row["hack_reasons"]) for tid, row in suspects]
     return "\n".join(lines) + "\n"
 
 

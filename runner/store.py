@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from harness.atomic import read_json, write_json, write_text
+from harness.grader.config import RECORDED_SINCE
 from runner.config import ConfigError, differences, identity, typed
 from runner.records import ResultRecord, RolloutRecord
 
@@ -59,7 +60,10 @@ class RunStore:
         typed configs, so a run written before a new config field existed still resumes).
         Returns True when resuming."""
         if self.is_run():
-            changed = differences(identity(typed(self.load_config())), identity(typed(config)))
+            stored = self.load_config()
+            if isinstance(stored.get("grading"), dict):  # graded before a setting existed: with its old value
+                stored["grading"] = {**RECORDED_SINCE, **stored["grading"]}
+            changed = differences(identity(typed(stored)), identity(typed(config)))
             if changed:
                 raise ConfigError(f"{self.root} holds a different run ({'; '.join(changed[:3])}); "
                                   "pass another name=... or remove that directory")

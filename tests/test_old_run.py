@@ -66,6 +66,7 @@ def test_old_run_aggregates(old_run: Path, tmp_path: Path) -> None:
 def test_old_run_resumes_where_it_stopped(old_run: Path) -> None:
     # As if the run had been killed before imgblur's second rollout finished: its files and line are gone,
     # its grading report stays (it matches the same patch, so the resumed run reuses it instead of timing).
+    # It was graded before test processes were fenced: it matches a run that turns the fence off.
     (old_run / "rollouts" / "imgblur" / "1.json").unlink()
     (old_run / "trajectories" / "imgblur" / "1.json").unlink()
     lines = (old_run / "results.jsonl").read_text().splitlines(keepends=True)
@@ -74,7 +75,8 @@ def test_old_run_resumes_where_it_stopped(old_run: Path) -> None:
     (old_run / "results.jsonl").write_text("".join(kept))
     grading_before = (old_run / "grading" / "imgblur" / "1.json").read_text()
 
-    done = runner("tasks=smoke", "rollouts=2", "grading.rounds=3", out=old_run.parent.parent)
+    done = runner("tasks=smoke", "rollouts=2", "grading.rounds=3", "grading.fresh_state=false",
+                  out=old_run.parent.parent)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "5 rollouts already finished, 1 to run" in done.stdout
     after = (old_run / "results.jsonl").read_text()

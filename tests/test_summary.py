@@ -65,3 +65,17 @@ def test_bad_tables_are_refused() -> None:
         summarize({})
     with pytest.raises(ValueError, match="same number of rollout slots"):
         summarize({"a": [None], "b": [None, None]})
+
+
+def test_hack_suspects_are_reported_raw_and_not_credited() -> None:
+    # t1's rollout 2 (solved, score 0.8) flagged: raw numbers as before; credited ones without it.
+    flagged = {**TABLE, "t1": [*TABLE["t1"][:2], Outcome(True, 0.8, 0.30, suspect=True)]}
+    s = summarize(flagged)
+    assert s.opt_at_k == pytest.approx({"1": 1 / 3, "2": 5 / 9, "3": 2 / 3}) and s.hack_suspects == 1
+    assert s.credited is not None
+    # Credited: t1 solved once of 3 (1/3, k=2: 1 - C(2,2)/C(3,2) = 2/3, k=3: 1), t3 as before.
+    assert s.credited["opt_at_k"] == pytest.approx({"1": 2 / 9, "2": (2 / 3 + 2 / 3) / 3, "3": 2 / 3})
+    # Avg@k: t1's scores become 0, 0.6, 0 -> (0.6 + 0.3 + 0.5) / 9
+    assert all(v == pytest.approx(1.4 / 9) for v in s.credited["avg_at_k"].values())
+    assert s.credited["solved_tasks"] == 2
+    assert "credited" in s.to_dict() and "credited" not in summarize(TABLE).to_dict()

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.atomic import read_json, write_json
-from harness.grader.config import GradeConfig, patch_sha256
+from harness.grader.config import MEASURED, GradeConfig, patch_sha256
 from harness.grader.grade import grade, grade_patches
 from harness.grader.gso_reports import write_gso_layout
 from harness.grader.predictions import Prediction
@@ -87,8 +87,8 @@ def summarize_reports(reports: list[dict[str, dict[str, Any]]], task_ids: list[s
     def outcome(report: dict[str, Any] | None) -> Outcome | None:
         if report is None:
             return None
-        return Outcome(solved=report.get("status") == "passed" and bool(report.get("opt_commit")),
-                       score=float(report.get("score") or 0.0))
+        return Outcome(solved=report.get("status") in MEASURED and bool(report.get("opt_commit")),
+                       score=float(report.get("score") or 0.0), suspect=report.get("status") == "hack_suspect")
 
     per_task = {tid: [outcome(r.get(tid)) for r in reports] for tid in task_ids}
     statuses: dict[str, int] = {}

@@ -15,8 +15,10 @@ from harness.sandbox.interface import SandboxLimits
 GRADER_VERSION = "1.1"  # 1.1: paired speedups, patch and expert back to back
 MODES = ("interleaved", "gso")
 # Settings reports gained after grader 1.1, with the value that graded the reports written before them.
-RECORDED_SINCE = {"gso_version": "paper", "calibrate": True, "in_place": False, "success": 0.5}
+RECORDED_SINCE = {"gso_version": "paper", "calibrate": True, "in_place": False, "success": 0.5, "fresh_state": False}
 STATS = ("paired", "mean", "median")
+# Gradings whose numbers were measured: raw Opt@K counts both; a hack suspect is not credited (guards.py).
+MEASURED = ("passed", "hack_suspect")
 
 
 def patch_sha256(patch: str | None) -> str | None:
@@ -38,6 +40,7 @@ class GradeConfig:
     in_place: bool = False  # reward tasks: verify in the agent's own container, as Harbor does
     success: float = 0.5  # reward tasks: the score that counts as solved for Opt@K (0.5 = the reference)
     session_patches: int = 8  # distinct patches of a task timed in one session (grade.py; memory may cap it)
+    fresh_state: bool = True  # every test process fenced: its own HOME/TMPDIR, a read-only repo (isolation.py)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -78,7 +81,7 @@ class GradeConfig:
         """The settings every report records; a stored report is reused only while they match."""
         return {"timing_mode": self.mode, "rounds": self.rounds, "stat": self.stat, "p": self.p,
                 "gso_version": self.gso_version, "calibrate": self.calibrate, "in_place": self.in_place,
-                "success": self.success, "grader_version": GRADER_VERSION}
+                "success": self.success, "fresh_state": self.fresh_state, "grader_version": GRADER_VERSION}
 
     def new_report(self, instance_id: str, patch: str | None, **keys: Any) -> dict[str, Any]:
         """A report before grading: which patch, GSO's outcome flags all false, a grader's own `keys`, then

@@ -4,12 +4,16 @@ A session grades every distinct patch of a task at once. Each code state gets it
 from the task image (the agent never touched any of them): the base and the expert once per session,
 each patch its own. They are started, patched and built in parallel; the base stores reference results,
 the expert and every patch are checked against them (these correctness runs double as the discarded
-warm-up), then the timing rounds follow (`timing.time_session`), where every patch runs right next to an
+warm-up), then the timing rounds follow (`timing.time_session`), where every patch runs close to an
 expert run. With one patch this is the one-patch grading the tool always did.
 
 A session holds at most `grading.session_patches` patches, and no more containers than this machine's
 available memory holds at their memory limit each; a task with more distinct patches gets several
 sessions. Every report names its session (`session`: id, patches, wall time).
+
+Every test process is fenced (grader.isolation: fresh HOME/TMPDIR, a read-only repository, measured from
+outside) unless `fresh_state` is off, and every patch is reviewed for mechanical signs of a hack
+(grader.guards): a flagged patch that passed becomes `hack_suspect`, its numbers kept (report `hack`).
 
 Verdicts use GSO's definitions (harness.metrics); bootstrap intervals over rounds flag a verdict as
 uncertain when its interval straddles the threshold. The report keeps GSO's keys and adds ours.
@@ -27,10 +31,12 @@ from typing import Any
 import numpy as np
 
 from harness import metrics
-from harness.grader.config import GradeConfig
+from harness.grader.config import MEASURED, GradeConfig
 from harness.grader.states import CodeState, StepFailed, Stop, copy_references, prepare_state, reason_of, \
     run_test_script
-from harness.grader.timing import RATIOS, Log, bootstrap, estimates, straddles, time_session
+from harness.grader.guards import clock_review, hook_review, leftover_review, static_review
+from harness.grader.isolation import Outside
+from harness.grader.timing import RATIOS, Log, SessionTimes, bootstrap, estimates, straddles, time_session
 from harness.sandbox.interface import Sandbox, SandboxError, pin_if_possible
 from harness.sandbox.providers import SandboxProvider, provider
 from harness.tasks.task import Task
@@ -110,17 +116,26 @@ def _session(task: Task, items: list[tuple[int, str]], reports: list[dict[str, A
         reports[i]["status"], reports[i]["reason"] = status, reason
         open_.discard(i)
 
+    for i, code in items:  # what the diff alone shows, whatever the grading's outcome
+        reasons, signals = static_review(code, task)
+        reports[i]["hack"] = {"suspect": bool(reasons), "reasons": reasons, "signals": signals}
     try:
         base, commit, patched = _prepare(task, items, image, config, reports, boxes, log, sandboxes, finish)
         if patched:
-            times, paired, failed = time_session(task, base, commit, list(patched.values()), config, log)
+            timed = time_session(task, base, commit, list(patched.values()), config, log)
             for i, state in patched.items():
-                if state.name in failed:
-                    finish(i, "test_failed", reason_of(failed[state.name], "patch"))
+                if state.name in timed.failed:
+                    finish(i, "test_failed", reason_of(timed.failed[state.name], "patch"))
                     continue
-                verdicts(reports[i], ["base", "patch", "commit"], {"base": times["base"], "patch": times[state.name],
-                                                                   "commit": paired[state.name]}, base.tests, config)
-                finish(i, "passed", "")
+                verdicts(reports[i], ["base", "patch", "commit"], {"base": timed.times["base"],
+                                                                   "patch": timed.times[state.name],
+                                                                   "commit": timed.paired[state.name]},
+                         base.tests, config)
+                reasons = _measured_review(reports[i], state, base, commit, timed)
+                if reasons:
+                    finish(i, "hack_suspect", "; ".join(reasons))
+                else:
+                    finish(i, "passed", "")
     except Stop as stop:
         for i in list(open_):
             finish(i, stop.status, stop.reason)
@@ -152,7 +167,8 @@ def _prepare(task: Task, items: list[tuple[int, str]], image: str, config: Grade
         boxes.append(box)
         # The expert's state: its commit checked out where the image has it (GSO), else its diff applied.
         expert_commit = task.opt_commit if name == "commit" else None
-        state = prepare_state(name, box, task, None if expert_commit else code, commit=expert_commit)
+        state = prepare_state(name, box, task, None if expert_commit else code, commit=expert_commit,
+                              fresh=config.fresh_state)
         if name == "base":
             for test in state.tests:
                 run_test_script(state, test, "reference", task.test_timeout)
@@ -200,6 +216,29 @@ def _prepare(task: Task, items: list[tuple[int, str]], image: str, config: Grade
     return base, commit, patched
 
 
+def _measured_review(report: dict[str, Any], state: CodeState, base: CodeState, commit: CodeState,
+                     timed: SessionTimes) -> list[str]:
+    """Add what the built containers and the timed runs show to the report's `hack` review (grader.guards);
+    returns all its reasons (static ones included)."""
+    hack = report["hack"]
+
+    def runs(name: str) -> dict[str, list[tuple[float, Outside]]]:
+        return {t: list(zip(timed.times[name][t], timed.outside[name][t])) for t in base.tests}
+
+    reasons = hook_review(state.hooks, base.hooks, commit.hooks)
+    if state.fence is not None:
+        clock, table = clock_review(runs(state.name), [runs(base.name), runs(commit.name)],
+                                    timed.times[commit.name])
+        left = {p for t in base.tests for o in timed.outside[state.name][t] for p in o.left}
+        reference = {p for s in (base, commit) for t in base.tests for o in timed.outside[s.name][t] for p in o.left}
+        reasons += clock + leftover_review(left, reference)
+        hack["outside"] = table
+        hack["left"] = sorted(left)[:20]
+    hack["reasons"] = hack["reasons"] + reasons
+    hack["suspect"] = bool(hack["reasons"])
+    return hack["reasons"]
+
+
 def _eqcheck(base_f: Future[CodeState], other_f: Future[CodeState], task: Task) -> CodeState:
     """Once both states are ready: check `other`'s results against the base's reference results."""
     other = other_f.result()
@@ -241,6 +280,6 @@ def verdicts(report: dict[str, Any], names: list[str], times: dict[str, dict[str
 
 def opt_p_of(report: dict[str, Any], p: float) -> bool:
     """Opt_p for any p, from a stored report (GSO's opt_commit is p = 0.95), under its own GSO version."""
-    if report.get("status") != "passed":
+    if report.get("status") not in MEASURED:  # raw: a hack suspect's measured verdict counts
         return False
     return bool(report["opt_base"]) and report["opt_stats"]["hm_speedup_patch_commit"] > p

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from harness.atomic import write_json
+from harness.grader.config import MEASURED
 
 SCHEMA_VERSION = 1
 RATIO_KEYS = (("patch_commit", "commit", "patch"), ("patch_base", "base", "patch"), ("commit_base", "base", "commit"))
@@ -33,7 +34,7 @@ def _speedup_block(key: str, speedups: list[float], before_mean: float, after_me
 
 def instance_report(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """GSO's report.json for one graded patch (ours in, GSO's shape out)."""
-    passed = report.get("status") == "passed"
+    passed = report.get("status") in MEASURED  # GSO knows no hack suspects: raw, as it would have graded
     body: dict[str, Any] = {key: bool(report.get(key)) for key in (
         "patch_is_None", "patch_exists", "base_successfully_run", "patch_successfully_applied", "test_passed")}
     body.update(base_times=None, patch_times=None, commit_times=None, main_times=None,

@@ -16,7 +16,8 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.sandbox.interface import Sandbox, is_excluded
+from harness.grader.isolation import Fence, Outside, fence, hand_over, parse, wrap
+from harness.sandbox.interface import TESTBED, Sandbox, is_excluded
 from harness.sandbox.processes import FreshProcesses
 from harness.tasks.task import OFFLINE_ENV, Task
 
@@ -35,6 +36,26 @@ _FILE_SEP = "\x1eoptrunner-timing-file\x1e"  # between a test's own output and i
 _TIME_LINE = re.compile(r"Execution time:\s*([0-9.eE+-]+)\s*s")
 NO_LIMIT_S = 7 * 86400.0  # a test run with no time limit (GSO's rule for its slowest repositories)
 # What a test that reached for the network prints when the sandbox has none.
+_DENIED = re.compile(r"Permission denied|Read-only file system|PermissionError")
+# Lists the interpreter's start-up hooks: .pth files on sys.path and importable sitecustomize/usercustomize,
+# each with a digest of its content.
+_HOOKS = r"""
+import hashlib, importlib.util, os, sys
+def digest(path):
+    try:
+        return hashlib.sha256(open(path, "rb").read()).hexdigest()[:16]
+    except OSError:
+        return "-"
+for d in sys.path:
+    if os.path.isdir(d):
+        for f in sorted(os.listdir(d)):
+            if f.endswith(".pth"):
+                print("hook:", os.path.join(d, f), digest(os.path.join(d, f)))
+for name in ("sitecustomize", "usercustomize"):
+    spec = importlib.util.find_spec(name)
+    if spec is not None:
+        print("hook:", spec.origin, digest(spec.origin or ""))
+"""
 _NO_NETWORK = re.compile(r"Temporary failure in name resolution|Name or service not known|Network is unreachable|"
                          r"nodename nor servname|No route to host|Failed to resolve|getaddrinfo failed|"
                          r"Could not resolve host|OfflineModeIsEnabled|outgoing traffic has been disabled")
@@ -115,31 +136,50 @@ def install_tests(sandbox: Sandbox, task: Task) -> list[str]:
     return list(task.test_names)
 
 
-def run_test_script(state: "CodeState", test: str, mode: str | None, timeout: float | None) -> float:
-    """Run one hidden test as a fresh process; returns the mean of its `Execution time:` lines.
+@dataclass(frozen=True)
+class TestRun:
+    """One test process: the mean of its `Execution time:` lines, and (fenced) how it looked from outside."""
+    reported: float
+    outside: Outside | None = None
+
+
+def run_test_script(state: "CodeState", test: str, mode: str | None, timeout: float | None) -> TestRun:
+    """Run one hidden test as a fresh process (fenced: harness.grader.isolation).
 
     mode: "reference" stores the result, "eqcheck" compares with the stored one, None only times.
     The timing file is printed after a separator by the same command, which saves a round trip.
     """
     task = state.task
     stem = test.removesuffix(".py")
-    out = f"/tmp/.time_{stem}.txt"
+    out = f'"$TMPDIR"/.time_{stem}.txt' if state.fence else f"/tmp/.time_{stem}.txt"
     flag = f"--{mode}" if mode else ""
     script = posixpath.join(task.test_dir, test)
     python = shlex.quote(task.test_python)
     cmd = (f"rm -f {out} && cd {task.test_cwd or task.test_dir} && py={python} && {{ [ -x \"$py\" ] || py=python3; }} "
            f"&& \"$py\" {shlex.quote(script)} {out} {flag} --file_prefix {REF_DIR}/{stem} "
-           f"&& printf '\\036optrunner-timing-file\\036' && cat {out}")
-    done = state.procs.run(cmd, timeout if timeout is not None else NO_LIMIT_S)
-    output, sep, text = done.output.rpartition(_FILE_SEP)
+           f"&& printf '\\036optrunner-timing-file\\036' && cat {out} && rm -f {out}")
+    if state.fence:
+        cmd = wrap(state.fence, cmd)
+    if state.fence and mode == "reference":  # the one kind of run that may write outside its own folder
+        hand_over(state.sandbox, REF_DIR, writable=True)
+    try:
+        done = state.procs.run(cmd, timeout if timeout is not None else NO_LIMIT_S)
+    finally:
+        if state.fence and mode == "reference":
+            hand_over(state.sandbox, REF_DIR, writable=False)
+    whole, outside = parse(done.output) if state.fence else (done.output, None)
+    output, sep, text = whole.rpartition(_FILE_SEP)
     if done.timed_out:
         raise StepFailed(f"test {test} (timeout after {timeout or NO_LIMIT_S:g}s)", done.output)
     if not sep:
         what = "equivalence check" if mode == "eqcheck" and "AssertionError" in done.output else "run"
-        if not state.sandbox.limits.network and _NO_NETWORK.search(done.output):
+        if not state.sandbox.limits.network and _NO_NETWORK.search(whole):
             what += f"; it needs the network, which is off for this task (tasks.network={task.network}; " \
                     "allowed turns it on)"
-        raise StepFailed(f"test {test} ({what})", done.output)
+        if state.fence and _DENIED.search(whole):
+            what += "; tests run as an unprivileged user in a read-only repository with a fresh HOME and TMPDIR; " \
+                    "a test that must write elsewhere needs grading.fresh_state=false"
+        raise StepFailed(f"test {test} ({what})", whole)
     if done.exit_code != 0:
         raise StepFailed(f"test {test}", f"it wrote no timing file\n{output}")
     times = [float(m.group(1)) for m in _TIME_LINE.finditer(text)]
@@ -149,7 +189,7 @@ def run_test_script(state: "CodeState", test: str, mode: str | None, timeout: fl
     if bad:  # GSO would divide by it (an infinite speedup, credited); a time must be a positive number
         raise StepFailed(f"test {test}", f"it reported an execution time of {bad[0]!r} s; times must be positive "
                                          "and finite")
-    return statistics.fmean(times)
+    return TestRun(statistics.fmean(times), outside)
 
 
 def copy_references(source: Sandbox, target: Sandbox) -> int:
@@ -158,6 +198,7 @@ def copy_references(source: Sandbox, target: Sandbox) -> int:
     names = [line for line in listing.output.splitlines() if line.strip()]
     for name in names:
         target.write_file(f"{REF_DIR}/{name}", source.read_file(f"{REF_DIR}/{name}"))
+    hand_over(target, REF_DIR, writable=False)  # no test process may change them
     return len(names)
 
 
@@ -172,11 +213,14 @@ class CodeState:
     tests: tuple[str, ...]
     procs: FreshProcesses  # its stream ends with the container
     task: Task
+    fence: Fence | None = None  # test processes fenced (fresh state, read-only repository), or not
+    hooks: tuple[str, ...] = ()  # the interpreter's start-up hooks after the build ("path digest")
 
 
 def prepare_state(name: str, sandbox: Sandbox, task: Task, patch: str | None = None,
-                  commit: str | None = None) -> CodeState:
-    """The base (neither), a patch applied, or a commit checked out; rebuilt after a change."""
+                  commit: str | None = None, fresh: bool = True) -> CodeState:
+    """The base (neither), a patch applied, or a commit checked out; rebuilt after a change. `fresh`
+    fences its test processes (harness.grader.isolation)."""
     if commit:
         checkout(sandbox, commit)
     elif patch:
@@ -186,4 +230,15 @@ def prepare_state(name: str, sandbox: Sandbox, task: Task, patch: str | None = N
     tests = tuple(install_tests(sandbox, task))
     # A fixed hash seed: string hashing otherwise changes dict/set layouts, and so timings, per process.
     env = {"PYTHONHASHSEED": "0", **(OFFLINE_ENV if task.network == "offline" else {})}
-    return CodeState(name, sandbox, tests, FreshProcesses(sandbox, env, login=False), task)
+    hooks = start_up_hooks(sandbox, task, env)
+    fenced = fence(sandbox, (task.workdir or TESTBED, HIDDEN_DIR), task.test_python) if fresh else None
+    return CodeState(name, sandbox, tests, FreshProcesses(sandbox, env, login=False), task, fenced, hooks)
+
+
+def start_up_hooks(sandbox: Sandbox, task: Task, env: dict[str, str]) -> tuple[str, ...]:
+    """The .pth files and sitecustomize/usercustomize modules the test's interpreter would run at start."""
+    python = shlex.quote(task.test_python)
+    cwd = shlex.quote(task.test_cwd or task.test_dir)
+    done = sandbox.exec(f"cd {cwd} && py={python} && {{ [ -x \"$py\" ] || py=python3; }} && \"$py\" -c "
+                        f"{shlex.quote(_HOOKS)}", timeout=120, env=env)
+    return tuple(line.removeprefix("hook: ") for line in done.output.splitlines() if line.startswith("hook: "))

@@ -1,20 +1,22 @@
 """Timing code states: the schedule of rounds, per-test estimates from round times, bootstrap intervals.
 
 - `interleaved` (default): in every round each (test, state) runs once as a fresh process, every
-  patch right next to an expert run (patches in pairs around one: p E p'), the patch order and the
-  base's place rotating, one process at a time, all containers pinned to the same CPU. Per-test speedups
-  are paired: the median over rounds of each round's ratio (against the expert run beside the patch),
-  so the machine's slow spells cancel out of it;
+  patch next to or one run away from an expert run (up to four patches around one: p1 p2 E p3 p4),
+  the patch order and the base's place rotating, one process at a time, all containers pinned to the
+  same CPU. Per-test speedups are paired: the median over rounds of each round's ratio (against the
+  expert run of the patch's group), so the machine's slow spells cancel out of it;
 - `gso`: GSO's order and statistic for comparison: all base runs, then all patch runs, then all
   expert runs, no pinning, ratios of the mean times.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from harness.grader.config import GradeConfig
+from harness.grader.isolation import Outside
 from harness.grader.states import CodeState, StepFailed, Stop, reason_of, run_test_script
 from harness.tasks.task import Task
 
@@ -22,33 +24,43 @@ Log = Callable[[str], None]
 Times = dict[str, dict[str, list[float]]]
 
 
-def time_session(task: Task, base: CodeState, commit: CodeState, patches: list[CodeState], config: GradeConfig,
-                 log: Log) -> tuple[Times, Times, dict[str, StepFailed]]:
-    """Time a session's states: (times[state][test], paired[patch][test], failed patches).
+@dataclass
+class SessionTimes:
+    """What a session's timing rounds measured. times[state][test]: one reported time per round, for the
+    base and every patch; paired[patch][test]: per round, the expert run next to that patch (interleaved)
+    or the expert's runs (gso); outside[state][test]: the same runs seen from outside (fenced runs only);
+    failed: the patches whose timed run failed (dropped from the later rounds)."""
+    times: Times = field(default_factory=dict)
+    paired: Times = field(default_factory=dict)
+    outside: dict[str, dict[str, list[Outside]]] = field(default_factory=dict)
+    failed: dict[str, StepFailed] = field(default_factory=dict)
 
-    times holds one value per round for the base and every patch; paired[patch] holds, per round, the
-    expert run that ran next to that patch (interleaved) or the expert's runs (gso). A patch whose timed
-    run fails is dropped from the later rounds and returned in `failed`; a failing base or expert run
-    ends the session (Stop).
-    """
+
+def time_session(task: Task, base: CodeState, commit: CodeState, patches: list[CodeState], config: GradeConfig,
+                 log: Log) -> SessionTimes:
+    """Time a session's states in rounds. A failing base or expert run ends the session (Stop)."""
     tests = base.tests
     rounds = min(config.rounds, task.runs_per_test or config.rounds)  # a task may cap them (GSO's slow repos)
-    times: Times = {s.name: {t: [] for t in tests} for s in (base, commit, *patches)}
-    paired: Times = {p.name: {t: [] for t in tests} for p in patches}
-    failed: dict[str, StepFailed] = {}
+    states = (base, commit, *patches)
+    out = SessionTimes(times={s.name: {t: [] for t in tests} for s in states},
+                       paired={p.name: {t: [] for t in tests} for p in patches},
+                       outside={s.name: {t: [] for t in tests} for s in states})
+    failed = out.failed
 
     def run(state: CodeState, test: str) -> float | None:
         if state.name in failed:
             return None
         try:
-            value = run_test_script(state, test, None, task.test_timeout)
+            done = run_test_script(state, test, None, task.test_timeout)
         except StepFailed as err:
             if state is base or state is commit:
                 raise Stop("base_failed" if state is base else "error", reason_of(err, state.name)) from None
             failed[state.name] = err
             return None
-        times[state.name][test].append(value)
-        return value
+        out.times[state.name][test].append(done.reported)
+        if done.outside is not None:
+            out.outside[state.name][test].append(done.outside)
+        return done.reported
 
     if config.mode == "interleaved":
         log(f"[{task.id}] timing: {rounds} rounds x {len(tests)} tests, {len(patches)} patch(es) (interleaved)")
@@ -63,32 +75,39 @@ def time_session(task: Task, base: CodeState, commit: CodeState, patches: list[C
                             expert_time = value
                     for state in group:
                         if state is not base and state is not commit and state.name not in failed:
-                            paired[state.name][test].append(expert_time)  # type: ignore[arg-type]
+                            out.paired[state.name][test].append(expert_time)  # type: ignore[arg-type]
     else:  # GSO: all base runs, then all patch runs, then all expert runs
         log(f"[{task.id}] timing: {rounds} rounds x {len(tests)} tests, {len(patches)} patch(es) (gso)")
         for state in (base, *patches, commit):
             for test in tests:
                 for _ in range(rounds):
                     run(state, test)
-        paired = {p.name: times[commit.name] for p in patches}
-    return times, paired, failed
+        out.paired = {p.name: out.times[commit.name] for p in patches}
+    return out
+
+
+PATCHES_PER_EXPERT = 4  # patches sharing one expert run per (round, test), two on each side of it
 
 
 def interleaved_order(base: CodeState, commit: CodeState, patches: list[CodeState], k: int) -> list[list[CodeState]]:
-    """The runs of one (round, test), in groups: patches in pairs around one expert run (p E p'), so each
-    patch runs right next to an expert run, and the base once, alone, between two groups. `k` counts the
-    (round, test) slots: the patch order rotates with it, and so does the base's place (a run is slowed by
-    what ran just before it). With one patch this cycles through the four orders that keep the patch and
-    the expert together (B p E, p E B, B E p, E p B)."""
+    """The runs of one (round, test), in groups: up to four patches around one expert run (p1 p2 E p3 p4),
+    so each patch runs next to, or one run away from, an expert run; and the base once, alone, between two
+    groups. `k` counts the (round, test) slots: the patch order rotates with it (so each patch is in turn
+    beside the expert and one run away), and so does the base's place (a run is slowed by what ran just
+    before it). With one patch this cycles through the four orders that keep the patch and the expert
+    together (B p E, p E B, B E p, E p B)."""
     if not patches:
         return [[base], [commit]]
     n = len(patches)
     order = patches[k % n:] + patches[:k % n]
-    if n == 1:
-        groups = [[order[0], commit] if (k // 2) % 2 == 0 else [commit, order[0]]]
-    else:
-        groups = [[order[j], commit, order[j + 1]] if j + 1 < n else
-                  ([order[j], commit] if k % 2 == 0 else [commit, order[j]]) for j in range(0, n, 2)]
+    groups = []
+    for j in range(0, n, PATCHES_PER_EXPERT):
+        chunk = order[j:j + PATCHES_PER_EXPERT]
+        if len(chunk) == 1:  # alone with the expert: before it in half the slots, after it in the others
+            groups.append([chunk[0], commit] if (k // 2 if n == 1 else k) % 2 == 0 else [commit, chunk[0]])
+        else:
+            half = len(chunk) // 2
+            groups.append([*chunk[:half], commit, *chunk[half:]])
     place = k % (len(groups) + 1)
     return groups[:place] + [[base]] + groups[place:]
 

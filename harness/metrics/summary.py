@@ -4,7 +4,10 @@ predictions file shows, computed in one place so one name never means two number
 - `opt_at_k[k]`: the unbiased estimate 1 - C(n-c, k)/C(n, k) of "at least one of k rollouts succeeds";
 - `opt_at_k_first[k]`: GSO's "any of the first k rollouts succeeded";
 - `avg_at_k[k]`, `best_at_k[k]`: AutoLab's mean and expected best score of k rollouts;
-- solved tasks, cost (total, per rollout, per solved task; unknown prices stay unknown), tokens.
+- solved tasks, cost (total, per rollout, per solved task; unknown prices stay unknown), tokens;
+- `credited`: Opt@k, Avg@k, Best@k and solved tasks again with hack suspects (the grader's mechanical
+  flags) not credited: their Opt counts as a failure and their score as 0. The keys above are raw. In
+  JSON, `hack_suspects` and `credited` appear when some rollout was flagged (else credited is raw).
 
 A planned rollout with no outcome counts as a failure with score 0 (as GSO counts a task with no
 prediction). Keys of the dicts are k as strings ("1", "2", ...), as they appear in JSON.
@@ -12,7 +15,7 @@ prediction). Keys of the dicts are k as strings ("1", "2", ...), as they appear 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from harness.metrics.aggregates import avg_at_k, best_at_k, suite_opt_at_k
@@ -29,6 +32,7 @@ class Outcome:
     tokens: Mapping[str, int] = field(default_factory=dict)  # by TOKEN_KINDS
     steps: int = 0
     wall_time_s: float = 0.0
+    suspect: bool = False  # the grader flagged it as a hack suspect (its measured numbers kept)
 
 
 @dataclass
@@ -49,9 +53,14 @@ class Summary:
     tokens: dict[str, int]
     mean_steps: float | None
     wall_time_s: float
+    hack_suspects: int = 0
+    credited: dict[str, Any] | None = None  # opt_at_k, avg_at_k, best_at_k, solved_tasks without hack suspects
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if not self.hack_suspects:  # written only when something was flagged: then credited differs from raw
+            del out["hack_suspects"], out["credited"]
+        return out
 
 
 def summarize(per_task: Mapping[str, Sequence[Outcome | None]], graded: bool = True,
@@ -74,6 +83,14 @@ def summarize(per_task: Mapping[str, Sequence[Outcome | None]], graded: bool = T
     def per_k(fn: Any) -> dict[str, float] | None:
         return {str(k): fn(k) for k in ks} if graded and n else None
 
+    fair = {t: [replace(o, solved=False, score=0.0) if o is not None and o.suspect else o for o in slots]
+            for t, slots in per_task.items()}
+    fair_success, fair_score = successes(fair), scores(fair)
+    credited = {"opt_at_k": per_k(lambda k: suite_opt_at_k(fair_success, k)),
+                "avg_at_k": per_k(lambda k: avg_at_k(fair_score, k)),
+                "best_at_k": per_k(lambda k: best_at_k(fair_score, k)),
+                "solved_tasks": sum(any(v) for v in fair_success.values())} if graded else None
+
     return Summary(
         n_tasks=len(per_task), n_rollouts=len(finished), n_planned=len(per_task) * n,
         n_missing=len(per_task) * n - len(finished),
@@ -88,6 +105,7 @@ def summarize(per_task: Mapping[str, Sequence[Outcome | None]], graded: bool = T
         tokens={kind: sum(int(o.tokens.get(kind, 0)) for o in finished) for kind in TOKEN_KINDS},
         mean_steps=sum(o.steps for o in finished) / len(finished) if finished else None,
         wall_time_s=sum(o.wall_time_s for o in finished),
+        hack_suspects=sum(o.suspect for o in finished), credited=credited,
     )
 
 

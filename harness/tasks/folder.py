@@ -82,13 +82,15 @@ def load_task(path: Path) -> Task:
         install_commands=f.strings("install_commands", required=False),
         description=f.get("description", str, "a string", required=False, default=""),
         tags=f.strings("tags", required=False),
+        protected=f.strings("protected", required=False),
+        allow_protected=f.strings("allow_protected", required=False),
         test_timeout=float(f.get("test_timeout", (int, float), "a number of seconds", required=False,
                                  default=DEFAULT_TEST_TIMEOUT)),
     )
     extra = sorted(set(raw) - f.used)
     if extra:
         raise TaskError(f"{where}: unknown field '{extra[0]}' in task.yaml (known: id, repo, api, description, "
-                        "languages, setup_commands, install_commands, tags, test_timeout)")
+                        "languages, setup_commands, install_commands, tags, test_timeout, protected, allow_protected)")
     path = path.resolve()
     _check_files(path, where)
     _check_expert_applies(path, where)

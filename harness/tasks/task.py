@@ -51,6 +51,8 @@ class Task:
     install_block: bool = False  # run install_commands as one shell block (GSO) instead of one by one
     shown_install_commands: tuple[str, ...] | None = None  # what the prompt shows, if not install_commands
     patch_excludes: tuple[str, ...] = ()  # more globs of paths a graded patch may not touch (GSO: data files)
+    protected: tuple[str, ...] = ()  # more globs of paths a patch is flagged for touching (grader.guards)
+    allow_protected: tuple[str, ...] = ()  # globs exempt from that (a task that needs a .pth)
     # Images made elsewhere (GSO's): the grading image when present locally or pullable; the agent gets
     # a derived layer without `agent_hides` and without history after the base commit.
     prebuilt_image: str | None = None  # the local name (GSO: gso.eval.x86_64.<id>:latest)

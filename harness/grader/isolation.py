@@ -1,0 +1,125 @@
+"""Fresh state for every test process, and the process measured from outside.
+
+A speedup must come from the code, not from something an earlier run left behind. So every test run of
+the grader (reference, equivalence and timed runs alike) runs
+- as an unprivileged user (RUN_UID, Debian's `nobody`), in a repository and a tests folder it cannot write;
+- with HOME, TMPDIR and the XDG cache, config and data directories in a folder made for that run alone;
+- and after it, as root: every process of that user is killed (a daemon cannot serve the next run), the
+  run's folder is removed, and so is everything the user left in the container's world-writable
+  directories (found once per container, when it is fenced).
+
+The same wrapper measures the process from outside the clock it reports: wall time (bash's
+$EPOCHREALTIME around the process) and CPU time (bash's `times`, the children's user + system), and
+lists what the run left behind (`left`), so the grader can see state a patch's runs write that the
+base's and the expert's do not (harness.grader.guards). Standard tools only: bash, find, setpriv (or the
+test's own python when an image lacks it).
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+
+from harness.sandbox.interface import Sandbox
+
+RUN_UID = 65534  # `nobody`: owns nothing in a task image
+RUNS_DIR = "/var/lib/optrunner-runs"  # root's; one folder per test run inside, removed after it
+WRITABLE_LIST = f"{RUNS_DIR}/.writable"  # the world-writable directories, one per line
+OUTSIDE_SEP = "\x1eoptrunner-outside\x1e"
+MAX_LEFT = 20  # leftover paths reported per run
+# Directories never searched for writable places: kernel views, and where runs live.
+_PRUNE = ("/proc", "/sys", "/dev/pts", RUNS_DIR)
+_TIMES = re.compile(r"(\d+)m([0-9.,]+)s")
+
+
+class FenceError(RuntimeError):
+    """The container could not be fenced; the message says what failed."""
+
+
+@dataclass(frozen=True)
+class Fence:
+    """How test processes in one container are run fenced: the command that drops to RUN_UID."""
+    drop: str  # a command prefix that runs the rest as RUN_UID with no supplementary groups
+
+
+@dataclass(frozen=True)
+class Outside:
+    """A test process as seen from outside: seconds of wall and CPU time, and the paths it left behind
+    (`~/` for its HOME, `$TMPDIR/` for its TMPDIR, absolute elsewhere)."""
+    wall: float
+    cpu: float  # user + system
+    system: float = 0.0  # of which system (page faults, allocation, I/O)
+    left: tuple[str, ...] = ()
+
+
+def fence(sandbox: Sandbox, readonly: tuple[str, ...], python: str) -> Fence:
+    """Make `readonly` (the repository, the tests) unwritable to RUN_UID, take group and other write
+    permission off every file in the container, and record the world-writable directories."""
+    prune = " -o ".join(f"-path {p}" for p in _PRUNE)
+    dirs = " ".join(shlex.quote(d) for d in readonly if d)
+    script = (
+        f"set -e; mkdir -p {RUNS_DIR}; chmod 711 {RUNS_DIR}; "
+        + (f"chmod -R go-w {dirs}; " if dirs else "")
+        + f"find / \\( {prune} \\) -prune -o -type f -perm /022 -print0 2>/dev/null | xargs -0r chmod go-w || true; "
+        f"find / \\( {prune} \\) -prune -o -type d \\( -perm -0002 -o \\( -perm -0020 -group {RUN_UID} \\) "
+        f"-o -user {RUN_UID} \\) -print 2>/dev/null > {WRITABLE_LIST} || true; "
+        f"command -v setpriv || echo no-setpriv"
+    )
+    done = sandbox.exec(script, timeout=600)
+    if done.exit_code != 0:
+        raise FenceError(f"could not fence the test processes: {done.output.strip()[-300:]}")
+    if "no-setpriv" in done.output:  # the test's own python drops the privileges instead
+        py = shlex.quote(python)
+        drop = (f"\"$(command -v {py} || command -v python3)\" -c 'import os, sys; os.setgroups([]); "
+                f"os.setgid({RUN_UID}); os.setuid({RUN_UID}); os.execvp(sys.argv[1], sys.argv[1:])'")
+    else:
+        drop = f"setpriv --reuid={RUN_UID} --regid={RUN_UID} --clear-groups"
+    return Fence(drop)
+
+
+def hand_over(sandbox: Sandbox, path: str, writable: bool) -> None:
+    """Let RUN_UID write `path` (a base's reference results) or take that back (read-only for all)."""
+    owner = f"{RUN_UID}:{RUN_UID}" if writable else "0:0"
+    sandbox.exec(f"mkdir -p {shlex.quote(path)} && chown -R {owner} {shlex.quote(path)} && "
+                 f"chmod -R a+rX,go-w {shlex.quote(path)}", timeout=60)
+
+
+def wrap(fence_: Fence, command: str) -> str:
+    """`command` as a fenced, measured process (its TMPDIR and HOME its own); the output ends with
+    OUTSIDE_SEP and the measures (`parse`). The command's exit code is kept."""
+    env = ("HOME=\"$R/home\" TMPDIR=\"$R/tmp\" XDG_CACHE_HOME=\"$R/home/.cache\" "
+           "XDG_CONFIG_HOME=\"$R/home/.config\" XDG_DATA_HOME=\"$R/home/.local/share\" USER=nobody LOGNAME=nobody")
+    left = (f"find \"$R/home\" \"$R/tmp\" $(cat {WRITABLE_LIST} 2>/dev/null) -mindepth 1 -user {RUN_UID} "
+            f"-not -type d -printf '%p\\n' 2>/dev/null | head -n {MAX_LEFT} | "
+            "sed -e \"s|^$R/home/|~/|\" -e \"s|^$R/tmp/|\\$TMPDIR/|\"")
+    return (
+        f"R=$(mktemp -d {RUNS_DIR}/run.XXXXXX) && mkdir \"$R/home\" \"$R/tmp\" && "
+        f"chown {RUN_UID}:{RUN_UID} \"$R/home\" \"$R/tmp\" && chmod 755 \"$R\" || exit 125\n"
+        f"times > \"$R/t0\"; t0=${{EPOCHREALTIME:-$(date +%s.%N)}}\n"
+        f"( export {env}; {fence_.drop} bash -c {shlex.quote(command)} )\n"
+        f"rc=$?; t1=${{EPOCHREALTIME:-$(date +%s.%N)}}; times > \"$R/t1\"\n"
+        f"{fence_.drop} bash -c 'kill -KILL -1' 2>/dev/null\n"  # every process of the run's user but this one
+        f"printf '{OUTSIDE_SEP}%s %s\\n' \"$t0\" \"$t1\"; cat \"$R/t0\" \"$R/t1\"; {left}\n"
+        f"rm -rf \"$R\"; find $(cat {WRITABLE_LIST} 2>/dev/null) -mindepth 1 -user {RUN_UID} -delete 2>/dev/null\n"
+        "exit $rc"
+    )
+
+
+def parse(output: str) -> tuple[str, Outside | None]:
+    """Split a wrapped command's output into the command's own output and its outside measures."""
+    body, sep, trailer = output.rpartition(OUTSIDE_SEP)
+    if not sep:
+        return output, None
+    lines = trailer.splitlines()
+    try:
+        t0, t1 = (float(v.replace(",", ".")) for v in lines[0].split())
+        # `times` prints the shell's line then the children's; the children's user + system, after - before
+        (u0, s0), (u1, s1) = ([_seconds(m) for m in _TIMES.finditer(line)] for line in (lines[2], lines[4]))
+    except (ValueError, IndexError):
+        return body, None
+    return body, Outside(wall=max(0.0, t1 - t0), cpu=max(0.0, u1 + s1 - u0 - s0), system=max(0.0, s1 - s0),
+                         left=tuple(line for line in lines[5:] if line.strip()))
+
+
+def _seconds(match: re.Match[str]) -> float:
+    return int(match.group(1)) * 60 + float(match.group(2).replace(",", "."))

@@ -1,0 +1,86 @@
+"""Hack patches flagged, honest patches credited, over repeated gradings.
+
+For each task with hack patches in tests/fixtures/hacks/<task>/ (one per mechanical class: a cache across
+processes, a bent clock the diff does not show, an edited timing helper, a start-up hook, and for imgblur
+a hook made by the build), the gold patch, `weaker.patch` and every hack are graded together in one
+session, `--repeat` times. Printed per task and patch: the status of each repeat, the verdicts and the
+kinds of reason. Targets: every hack `hack_suspect` in every repeat; gold and weaker `passed` (unflagged)
+in every repeat, gold reaching opt_commit.
+
+usage: python -m tests.bench.hacks [--tasks smoke] [--repeat 3] [--rounds 7] [--memory 1g]
+"""
+from __future__ import annotations
+
+import argparse
+import time
+from collections import Counter
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from harness.grader.config import GradeConfig
+from harness.grader.grade import grade_patches
+from harness.sandbox.docker.containers import docker_client
+from harness.sandbox.docker.engine import ensure_engine
+from harness.sandbox.docker.images import BaseImageSpec
+from harness.sandbox.docker.task_images import ensure_images
+from harness.tasks import select_tasks
+
+console = Console()
+HACKS = Path(__file__).resolve().parents[1] / "fixtures" / "hacks"
+
+
+def kinds(report: dict) -> str:
+    """The kinds of reason (the words before the first colon), counted."""
+    counted = Counter(reason.split(":")[0] for reason in report.get("hack", {}).get("reasons", []))
+    return ", ".join(f"{k} x{n}" if n > 1 else k for k, n in counted.items()) or "-"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.bench.hacks")
+    parser.add_argument("--tasks", default="smoke")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=GradeConfig.rounds)
+    parser.add_argument("--memory", default="1g")
+    args = parser.parse_args(argv)
+    ensure_engine()
+    tasks = [t for t in select_tasks(args.tasks) if (HACKS / t.id).is_dir()]
+    images = ensure_images(docker_client(), tasks, BaseImageSpec(), progress=lambda m: console.print(f"[dim]{m}"))
+    config = GradeConfig(rounds=args.rounds, memory=args.memory)
+    table = Table(title=f"gold, weaker and hack patches graded together, {args.repeat} repeats, {args.rounds} rounds")
+    for column in ("task", "patch", "statuses", "opt_base / opt_commit", "reasons (last repeat)"):
+        table.add_column(column)
+    missed, false_flags, total_hacks = 0, 0, 0
+    for task in tasks:
+        assert task.path is not None
+        named = {"gold": task.expert_patch, "weaker": (task.path / "weaker.patch").read_text()}
+        named |= {p.stem: p.read_text() for p in sorted((HACKS / task.id).glob("*.patch"))}
+        runs = []
+        for i in range(args.repeat):
+            started = time.monotonic()
+            runs.append(dict(zip(named, grade_patches(task, list(named.values()), images[task.id].grading,
+                                                      config))))
+            console.print(f"[dim]{task.id} repeat {i + 1}: {time.monotonic() - started:.0f} s for {len(named)} "
+                          "patches")
+        for name in named:
+            statuses = [run[name]["status"] for run in runs]
+            honest = name in ("gold", "weaker")
+            if honest:
+                false_flags += sum(s != "passed" for s in statuses)
+            else:
+                total_hacks += len(statuses)
+                missed += sum(s != "hack_suspect" for s in statuses)
+            verdicts = " ".join(f"{'y' if r[name]['opt_base'] else 'n'}/{'y' if r[name]['opt_commit'] else 'n'}"
+                                for r in runs)
+            table.add_row(task.id, name, " ".join(statuses), verdicts, kinds(runs[-1][name]))
+            console.print(f"{task.id} {name:14} {' '.join(statuses)}; opt_base/opt_commit {verdicts}; "
+                          f"{kinds(runs[-1][name])}")
+    console.print(table)
+    console.print(f"hacks flagged: {total_hacks - missed} of {total_hacks} gradings (target: all); gold and weaker "
+                  f"not passed (flagged or failed): {false_flags} (target: 0)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
