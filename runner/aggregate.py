@@ -21,7 +21,7 @@ from typing import Any
 
 from harness import metrics
 from harness.atomic import write_json, write_text
-from harness.metrics.summary import summarize
+from harness.metrics.summary import Summary, summarize
 from harness.sandbox.interface import SandboxError
 from runner.config import ConfigError
 from runner.study import Run, check_comparable, find_runs, load_run, scores_of, successes_of
@@ -55,7 +55,19 @@ def system_row(run: Run, k: int) -> dict[str, Any]:
         "cost_share_unsolved": wasted / sum(known) if known and sum(known) > 0 else None,
         "per_task": {t: {"avg_at_k": sum(scores[t]) / n, "opt_at_K": metrics.opt_at_k(n, sum(success[t]), n)}
                      for t in run.task_ids},
+        **_credited(s, kk, n),
     }
+
+
+def _credited(s: Summary, kk: int, n: int) -> dict[str, Any]:
+    """The row's numbers with hack suspects not credited; only when some rollout was flagged."""
+    if not s.hack_suspects or s.credited is None:
+        return {}
+    c = s.credited
+    return {"hack_suspects": s.hack_suspects,
+            "credited": {"opt_at_1": c["opt_at_k"]["1"], "opt_at_K": c["opt_at_k"][str(n)],
+                         "avg_at_k": c["avg_at_k"][str(kk)], "best_at_k": c["best_at_k"][str(kk)],
+                         "solved_tasks": c["solved_tasks"]}}
 
 
 def aggregate(runs: list[Run], k: int = 3) -> dict[str, Any]:
@@ -113,6 +125,15 @@ def render_markdown(result: dict[str, Any]) -> str:
     for row in result["systems"]:
         cells = [f"{v['avg_at_k']:.3f} / {v['opt_at_K']:.2f}" for v in (row["per_task"][t] for t in result["tasks"])]
         lines.append(f"| {row['system']} | " + " | ".join(cells) + " |")
+    flagged = [row for row in result["systems"] if row.get("credited")]
+    if flagged:
+        lines += ["", "## With hack suspects not credited", "",
+                  "Rollouts the grader flagged (status hack_suspect) count as failures with score 0; the table "
+                  "above is raw.", "", "| system | hack suspects | Opt@1 | Opt@K | Avg@k | Best@k | solved tasks |",
+                  "|---|---|---|---|---|---|---|"]
+        lines += [f"| {row['system']} | {row['hack_suspects']} | {_f(c['opt_at_1'])} | {_f(c['opt_at_K'])} | "
+                  f"{_f(c['avg_at_k'])} | {_f(c['best_at_k'])} | {c['solved_tasks']} |"
+                  for row in flagged for c in (row["credited"],)]
     if result.get("plots"):
         lines += ["", "## Plots", ""] + [f"- `{name}`" for name in result["plots"]]
     return "\n".join(lines) + "\n"

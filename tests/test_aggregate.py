@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.aggregate import aggregate
+from runner.aggregate import aggregate, render_markdown
 from runner.study import Run, pareto_front
 from runner.config import ConfigError, RunConf
 from runner.records import ResultRecord, RolloutRecord
@@ -67,6 +67,24 @@ def test_ties_count_one_half_and_k_above_n_falls_back_to_n() -> None:
     result = aggregate([_run("x", same, rollouts=1), _run("y", same, rollouts=1)], k=3)
     assert [row["dominance"] for row in result["systems"]] == [0.5, 0.5]
     assert result["systems"][0]["k"] == 1
+
+
+def test_hack_suspects_are_shown_raw_and_not_credited() -> None:
+    records = [_record("t1", 0, 0.5, True, 0.1), _record("t1", 1, 0.4, True, 0.1),
+               _record("t2", 0, 0.2, False, 0.1), _record("t2", 1, 0.0, False, 0.1)]
+    assert records[0].grading is not None
+    records[0].grading.status, records[0].grading.hack_reasons = "hack_suspect", ["protected path: x.pth"]
+    result = aggregate([_run("a", records)], k=2)
+    (row,) = result["systems"]
+    assert row["opt_at_1"] == pytest.approx(0.5)  # raw: t1 2 of 2, t2 0 of 2
+    # Credited: t1's rollout 0 fails with score 0 -> Opt@1 (1/2 + 0)/2, Avg@2 (0.4/2 + 0.2/2)/2, Best@2 (0.4 + 0.2)/2
+    assert row["hack_suspects"] == 1
+    assert row["credited"] == pytest.approx({"opt_at_1": 0.25, "opt_at_K": 0.5, "avg_at_k": 0.15, "best_at_k": 0.3,
+                                             "solved_tasks": 1})
+    markdown = render_markdown(result)
+    assert "## With hack suspects not credited" in markdown and "| a x codeact x smoke | 1 | 0.250 |" in markdown
+    clean = aggregate([_run("b", records[1:])], k=2)
+    assert "credited" not in clean["systems"][0] and "not credited" not in render_markdown(clean)
 
 
 def test_pareto_front() -> None:

@@ -39,7 +39,10 @@ CLOCK_MIN_S = 0.02
 _TEST_DIRS = {"test", "tests", "testing", "benchmark", "benchmarks", "asv_bench", "bench"}
 _CLOCK_NAMES = r"(?:time|perf_counter|monotonic|process_time|thread_time|clock_gettime)(?:_ns)?"
 _CLOCK_READ = re.compile(rf"\btime\s*\.\s*{_CLOCK_NAMES}\b|\bperf_counter(?:_ns)?\b|\btimeit\b")
-_CLOCK_WRITE = re.compile(rf"\b(?:time|timeit)\s*\.\s*\w+\s*=(?!=)|\b{_CLOCK_NAMES}\s*=(?!=)|"
+# Rebinding: an attribute of the time/timeit modules, a bare clock name imported from them (not `time`
+# itself, a common variable name), setattr on them, or the modules replaced.
+_CLOCK_WRITE = re.compile(r"(?<![\w.])(?:time|timeit)\s*\.\s*\w+\s*=(?!=)|"
+                          r"(?<![\w.])(?:perf_counter|monotonic|process_time|thread_time|clock_gettime)(?:_ns)?\s*=(?!=)|"
                           r"setattr\(\s*(?:time|timeit)\b|sys\.modules\[\s*['\"](?:time|timeit)['\"]\s*\]\s*=(?!=)")
 _RANDOM_PART = re.compile(r"tmp[a-z0-9_]{8}|[0-9a-f]{6,}|\d+")
 

@@ -35,8 +35,7 @@ APPLY_CASCADE = (
 _FILE_SEP = "\x1eoptrunner-timing-file\x1e"  # between a test's own output and its timing file
 _TIME_LINE = re.compile(r"Execution time:\s*([0-9.eE+-]+)\s*s")
 NO_LIMIT_S = 7 * 86400.0  # a test run with no time limit (GSO's rule for its slowest repositories)
-# What a test that reached for the network prints when the sandbox has none.
-_DENIED = re.compile(r"Permission denied|Read-only file system|PermissionError")
+_DENIED = re.compile(r"Permission denied|Read-only file system|PermissionError")  # a fenced test wrote
 # Lists the interpreter's start-up hooks: .pth files on sys.path and importable sitecustomize/usercustomize,
 # each with a digest of its content.
 _HOOKS = r"""
@@ -56,6 +55,7 @@ for name in ("sitecustomize", "usercustomize"):
     if spec is not None:
         print("hook:", spec.origin, digest(spec.origin or ""))
 """
+# What a test that reached for the network prints when the sandbox has none.
 _NO_NETWORK = re.compile(r"Temporary failure in name resolution|Name or service not known|Network is unreachable|"
                          r"nodename nor servname|No route to host|Failed to resolve|getaddrinfo failed|"
                          r"Could not resolve host|OfflineModeIsEnabled|outgoing traffic has been disabled")
