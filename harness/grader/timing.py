@@ -1,10 +1,10 @@
 """Timing code states: the schedule of rounds, per-test estimates from round times, bootstrap intervals.
 
 - `interleaved` (default): in every round each (test, state) runs once as a fresh process, every
-  patch next to or one run away from an expert run (up to four patches around one: p1 p2 E p3 p4),
-  the patch order and the base's place rotating, one process at a time, all containers pinned to the
-  same CPU. Per-test speedups are paired: the median over rounds of each round's ratio (against the
-  expert run of the patch's group), so the machine's slow spells cancel out of it;
+  patch right next to an expert run (patches in pairs around one: p E p'), the patch order and the
+  base's place rotating, one process at a time, all containers pinned to the same CPU. Per-test speedups
+  are paired: the median over rounds of each round's ratio (against the expert run beside the patch),
+  so the machine's slow spells cancel out of it;
 - `gso`: GSO's order and statistic for comparison: all base runs, then all patch runs, then all
   expert runs, no pinning, ratios of the mean times.
 """
@@ -86,28 +86,21 @@ def time_session(task: Task, base: CodeState, commit: CodeState, patches: list[C
     return out
 
 
-PATCHES_PER_EXPERT = 4  # patches sharing one expert run per (round, test), two on each side of it
-
-
 def interleaved_order(base: CodeState, commit: CodeState, patches: list[CodeState], k: int) -> list[list[CodeState]]:
-    """The runs of one (round, test), in groups: up to four patches around one expert run (p1 p2 E p3 p4),
-    so each patch runs next to, or one run away from, an expert run; and the base once, alone, between two
-    groups. `k` counts the (round, test) slots: the patch order rotates with it (so each patch is in turn
-    beside the expert and one run away), and so does the base's place (a run is slowed by what ran just
-    before it). With one patch this cycles through the four orders that keep the patch and the expert
-    together (B p E, p E B, B E p, E p B)."""
+    """The runs of one (round, test), in groups: patches in pairs around one expert run (p E p'), so each
+    patch runs right next to an expert run, and the base once, alone, between two groups. `k` counts the
+    (round, test) slots: the patch order rotates with it, and so does the base's place (a run is slowed by
+    what ran just before it). With one patch this cycles through the four orders that keep the patch and
+    the expert together (B p E, p E B, B E p, E p B)."""
     if not patches:
         return [[base], [commit]]
     n = len(patches)
     order = patches[k % n:] + patches[:k % n]
-    groups = []
-    for j in range(0, n, PATCHES_PER_EXPERT):
-        chunk = order[j:j + PATCHES_PER_EXPERT]
-        if len(chunk) == 1:  # alone with the expert: before it in half the slots, after it in the others
-            groups.append([chunk[0], commit] if (k // 2 if n == 1 else k) % 2 == 0 else [commit, chunk[0]])
-        else:
-            half = len(chunk) // 2
-            groups.append([*chunk[:half], commit, *chunk[half:]])
+    if n == 1:
+        groups = [[order[0], commit] if (k // 2) % 2 == 0 else [commit, order[0]]]
+    else:
+        groups = [[order[j], commit, order[j + 1]] if j + 1 < n else
+                  ([order[j], commit] if k % 2 == 0 else [commit, order[j]]) for j in range(0, n, 2)]
     place = k % (len(groups) + 1)
     return groups[:place] + [[base]] + groups[place:]
 
