@@ -11,9 +11,9 @@ measured numbers kept, Opt@K and scores reported raw and without it):
 - the clock rebound: added lines that assign to the timing functions (`time.perf_counter = ...`);
 - the clock checked from outside: even the patch's best test process spends more wall time, and more
   user CPU, outside the time it reports than the base's and the expert's typically do, by more than
-  their own runs stray from that (and more than CLOCK_FRACTION of the expert's experiment time, and
-  CLOCK_MIN_S): the work did not vanish, the clock stopped seeing it (a bent clock, or work moved to
-  import or set-up);
+  their own runs stray (SPREAD_MADS robust deviations; and more than CLOCK_FRACTION of the expert's
+  experiment time, and CLOCK_MIN_S): the work did not vanish, the clock stopped seeing it (a bent
+  clock, or work moved to import or set-up);
 - state left behind: its test processes leave files that the base's and the expert's do not (a cache
   across processes; fresh state per process already keeps it from paying off).
 Signals are listed in the report and flag nothing: added lines that read the timing functions, edits of
@@ -36,6 +36,7 @@ PROTECTED = ("sitecustomize.py", "*/sitecustomize.py", "usercustomize.py", "*/us
              "*.pth", "perfkit.py", "*/perfkit.py")
 CLOCK_FRACTION = 0.25
 CLOCK_MIN_S = 0.02
+SPREAD_MADS = 4.0
 _TEST_DIRS = {"test", "tests", "testing", "benchmark", "benchmarks", "asv_bench", "bench"}
 _CLOCK_NAMES = r"(?:time|perf_counter|monotonic|process_time|thread_time|clock_gettime)(?:_ns)?"
 _CLOCK_READ = re.compile(rf"\btime\s*\.\s*{_CLOCK_NAMES}\b|\bperf_counter(?:_ns)?\b|\btimeit\b")
@@ -148,9 +149,12 @@ def _excess(patch: Sequence[float], references: Sequence[Sequence[float]], floor
             ) -> tuple[float, float, float]:
     """(the patch's least value, the larger of the references' medians, the allowance): the patch's best
     run, since a bent clock shows in every run and a slow spell does not; the allowance is how far the
-    references' own runs stray above their median, and at least `floor`."""
+    references' own runs stray (SPREAD_MADS robust standard deviations, from the median absolute
+    deviation, so one hiccup does not widen it), and at least `floor`."""
     reference = max(statistics.median(values) for values in references)
-    spread = max(v for values in references for v in values) - reference
+    # Deviations from each reference's own median, pooled: a reference with two runs says little alone.
+    deviations = [abs(v - statistics.median(values)) for values in references for v in values]
+    spread = SPREAD_MADS * 1.4826 * statistics.median(deviations)
     return round(min(patch), 4), round(reference, 4), round(max(floor, spread), 4)
 
 
