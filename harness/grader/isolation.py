@@ -89,22 +89,21 @@ def wrap(fence_: Fence, command: str) -> str:
     OUTSIDE_SEP and the measures (`parse`). The command's exit code is kept."""
     env = ("HOME=\"$R/home\" TMPDIR=\"$R/tmp\" XDG_CACHE_HOME=\"$R/home/.cache\" "
            "XDG_CONFIG_HOME=\"$R/home/.config\" XDG_DATA_HOME=\"$R/home/.local/share\" USER=nobody LOGNAME=nobody")
-    # Before the run too: a run stopped by its time limit never reached its own clean-up.
-    sweep = (f"{fence_.drop} bash -c 'kill -KILL -1' 2>/dev/null; "
-             f"find $(cat {WRITABLE_LIST} 2>/dev/null) -mindepth 1 -user {RUN_UID} -delete 2>/dev/null")
+    kill = f"{fence_.drop} bash -c 'kill -KILL -1' 2>/dev/null"  # every process of the run's user but this one
+    wipe = f"find $(cat {WRITABLE_LIST} 2>/dev/null) -mindepth 1 -user {RUN_UID} -delete 2>/dev/null"
     left = (f"find \"$R/home\" \"$R/tmp\" $(cat {WRITABLE_LIST} 2>/dev/null) -mindepth 1 -user {RUN_UID} "
             f"-not -type d -printf '%p\\n' 2>/dev/null | head -n {MAX_LEFT} | "
             "sed -e \"s|^$R/home/|~/|\" -e \"s|^$R/tmp/|\\$TMPDIR/|\"")
     return (
-        f"{sweep}; rm -rf {RUNS_DIR}/run.*\n"
+        f"{kill}; {wipe}; rm -rf {RUNS_DIR}/run.*\n"  # a run stopped at its time limit never cleaned up
         f"R=$(mktemp -d {RUNS_DIR}/run.XXXXXX) && mkdir \"$R/home\" \"$R/tmp\" && "
         f"chown {RUN_UID}:{RUN_UID} \"$R/home\" \"$R/tmp\" && chmod 755 \"$R\" || exit 125\n"
         f"times > \"$R/t0\"; t0=${{EPOCHREALTIME:-$(date +%s.%N)}}\n"
         f"( export {env}; {fence_.drop} bash -c {shlex.quote(command)} )\n"
         f"rc=$?; t1=${{EPOCHREALTIME:-$(date +%s.%N)}}; times > \"$R/t1\"\n"
-        f"{fence_.drop} bash -c 'kill -KILL -1' 2>/dev/null\n"  # every process of the run's user but this one
+        f"{kill}\n"  # before listing what it left: nothing writes any more
         f"printf '{OUTSIDE_SEP}%s %s\\n' \"$t0\" \"$t1\"; cat \"$R/t0\" \"$R/t1\"; {left}\n"
-        f"rm -rf \"$R\"; {sweep}\n"
+        f"rm -rf \"$R\"; {wipe}\n"
         "exit $rc"
     )
 
