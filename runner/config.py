@@ -37,6 +37,7 @@ class ModelConf(ModelConfig):
     id: str = "oracle"
     served_name: str | None = None  # local servers
     patch: str | None = None  # oracle: file name inside each task folder instead of expert.patch
+    note: bool = False  # oracle: also add a file naming the rollout, so every rollout's patch is distinct
     run_dir: str | None = None  # replay: the run whose trajectories to replay
     steps: list[Any] | None = None  # script: the scripted steps (harness.models.scripted.steps)
 

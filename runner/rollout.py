@@ -97,10 +97,18 @@ def script_for(conf: RunConf, task: Task, index: int, store_of_replayed: RunStor
             raise ConfigError(f"replay: no trajectory for {task.id} rollout {index} in {mc.run_dir}")
         return Script(trajectory=trajectory["messages"])
     patch = (task.path / mc.patch).read_text() if mc.patch and task.path else task.expert_patch
+    if mc.note:  # the same code in other bytes: distinct patches to grade (grading-session studies)
+        patch = patch.rstrip("\n") + "\n" + rollout_note(index)
     solution = () if mc.patch else tuple((name, data.decode("utf-8", errors="replace"))
                                          for name, data, _mode in task.solution_files)
     return Script(patch=patch, install_commands=task.install_commands, spec_script=task.prob_script,
                   steps=list(mc.steps or []), solution=solution, workdir=task.workdir or ".")
+
+
+def rollout_note(index: int) -> str:
+    """A diff adding a file the code never reads, naming the rollout."""
+    return (f"diff --git a/ROLLOUT_NOTE.md b/ROLLOUT_NOTE.md\nnew file mode 100644\n--- /dev/null\n"
+            f"+++ b/ROLLOUT_NOTE.md\n@@ -0,0 +1 @@\n+rollout {index}\n")
 
 
 @dataclass

@@ -102,6 +102,10 @@ def test_nothing_one_test_process_writes_reaches_the_next(state: CodeState) -> N
                                "ps -u 65534 -o comm= | grep -c sleep")
     assert "No such file" in body and body.strip().endswith("0")  # no file, and the daemon is gone
     assert "h\n" not in body and left == ()
+    # The repository was byte-compiled before it became read-only: a run imports it without compiling.
+    body, _left = fenced(state, "cd /testbed && python3 -v -c 'import tiny' 2>&1 | "
+                                "grep -c 'code object from .*tiny/__pycache__'")
+    assert body.strip() == "1"
 
 
 @pytest.mark.docker

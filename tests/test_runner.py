@@ -22,7 +22,7 @@ from harness.tasks.folder import load_task
 from harness.models import scripted
 from tests.conftest import write_task
 from tests.docker_support import client
-from tests.scaffold_support import same_effect
+from tests.scaffold_support import same_effect, tree_after
 
 pytestmark = pytest.mark.docker
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,6 +113,20 @@ def wait_for(predicate, timeout: float, what: str) -> None:
             return
         time.sleep(0.2)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_the_oracle_note_gives_each_rollout_the_experts_code_in_other_bytes(tmp_path: Path) -> None:
+    from runner.config import RunConf
+    from runner.rollout import script_for
+    task = load_task(write_task(tmp_path))
+    conf = RunConf()
+    conf.model.note = True
+    patches = [script_for(conf, task, index, None).patch for index in (0, 1)]  # type: ignore[union-attr]
+    assert patches[0] != patches[1]
+    trees = [tree_after(task, p) for p in patches]
+    expert = tree_after(task, task.expert_patch)
+    assert [{k: v for k, v in t.items() if k != "ROLLOUT_NOTE.md"} for t in trees] == [expert, expert]
+    assert [t["ROLLOUT_NOTE.md"] for t in trees] == [b"rollout 0\n", b"rollout 1\n"]
 
 
 @pytest.mark.parametrize("scaffold", ["mini_swe", "codeact", "terminus"])

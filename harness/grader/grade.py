@@ -4,8 +4,8 @@ A session grades every distinct patch of a task at once. Each code state gets it
 from the task image (the agent never touched any of them): the base and the expert once per session,
 each patch its own. They are started, patched and built in parallel; the base stores reference results,
 the expert and every patch are checked against them (these correctness runs double as the discarded
-warm-up), then the timing rounds follow (`timing.time_session`), where every patch runs right next to an
-expert run. With one patch this is the one-patch grading the tool always did.
+warm-up), then the timing rounds follow (`timing.time_session`), where the patches run around one expert
+run. With one patch this is the one-patch grading the tool always did.
 
 A session holds at most `grading.session_patches` patches, and no more containers than this machine's
 available memory holds at their memory limit each; a task with more distinct patches gets several

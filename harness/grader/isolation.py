@@ -57,8 +57,14 @@ def fence(sandbox: Sandbox, readonly: tuple[str, ...], python: str) -> Fence:
     permission off every file in the container, and record the world-writable directories."""
     prune = " -o ".join(f"-path {p}" for p in _PRUNE)
     dirs = " ".join(shlex.quote(d) for d in readonly if d)
+    py = shlex.quote(python)
+    # Byte-code compiled first: a run cannot write __pycache__ into a read-only repository, and would
+    # otherwise compile every module it imports, in every run (timed, when an experiment imports lazily).
+    compile_ = (f"{{ p={py}; [ -x \"$p\" ] || p=python3; "
+                f"\"$p\" -m compileall -q -j 0 {dirs} >/dev/null 2>&1 || true; }}; " if dirs else "")
     script = (
         f"set -e; mkdir -p {RUNS_DIR}; chmod 711 {RUNS_DIR}; "
+        + compile_
         + (f"chmod -R go-w {dirs}; " if dirs else "")
         + f"find / \\( {prune} \\) -prune -o -type f -perm /022 -print0 2>/dev/null | xargs -0r chmod go-w || true; "
         f"find / \\( {prune} \\) -prune -o -type d \\( -perm -0002 -o \\( -perm -0020 -group {RUN_UID} \\) "
@@ -69,7 +75,6 @@ def fence(sandbox: Sandbox, readonly: tuple[str, ...], python: str) -> Fence:
     if done.exit_code != 0:
         raise FenceError(f"could not fence the test processes: {done.output.strip()[-300:]}")
     if "no-setpriv" in done.output:  # the test's own python drops the privileges instead
-        py = shlex.quote(python)
         drop = (f"\"$(command -v {py} || command -v python3)\" -c 'import os, sys; os.setgroups([]); "
                 f"os.setgid({RUN_UID}); os.setuid({RUN_UID}); os.execvp(sys.argv[1], sys.argv[1:])'")
     else:
@@ -95,9 +100,11 @@ def wrap(fence_: Fence, command: str) -> str:
             f"-not -type d -printf '%p\\n' 2>/dev/null | head -n {MAX_LEFT} | "
             "sed -e \"s|^$R/home/|~/|\" -e \"s|^$R/tmp/|\\$TMPDIR/|\"")
     return (
-        f"{kill}; {wipe}; rm -rf {RUNS_DIR}/run.*\n"  # a run stopped at its time limit never cleaned up
-        f"R=$(mktemp -d {RUNS_DIR}/run.XXXXXX) && mkdir \"$R/home\" \"$R/tmp\" && "
-        f"chown {RUN_UID}:{RUN_UID} \"$R/home\" \"$R/tmp\" && chmod 755 \"$R\" || exit 125\n"
+        # A run stopped at its time limit never cleaned up; its folder is left, so sweep first (bash's
+        # compgen: no process started when there is nothing to sweep).
+        f"if compgen -G '{RUNS_DIR}/run.*' >/dev/null; then {kill}; {wipe}; rm -rf {RUNS_DIR}/run.*; fi\n"
+        f"R={RUNS_DIR}/run.$$ && mkdir -m 755 \"$R\" && "
+        f"install -d -o {RUN_UID} -g {RUN_UID} \"$R/home\" \"$R/tmp\" || exit 125\n"
         f"times > \"$R/t0\"; t0=${{EPOCHREALTIME:-$(date +%s.%N)}}\n"
         f"( export {env}; {fence_.drop} bash -c {shlex.quote(command)} )\n"
         f"rc=$?; t1=${{EPOCHREALTIME:-$(date +%s.%N)}}; times > \"$R/t1\"\n"

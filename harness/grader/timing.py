@@ -1,10 +1,10 @@
 """Timing code states: the schedule of rounds, per-test estimates from round times, bootstrap intervals.
 
-- `interleaved` (default): in every round each (test, state) runs once as a fresh process, every
-  patch right next to an expert run (patches in pairs around one: p E p'), the patch order and the
-  base's place rotating, one process at a time, all containers pinned to the same CPU. Per-test speedups
-  are paired: the median over rounds of each round's ratio (against the expert run beside the patch),
-  so the machine's slow spells cancel out of it;
+- `interleaved` (default): in every round each (test, state) runs once as a fresh process, a session's
+  patches around one expert run (half before it, half after: p p E p p), the patch order and the base's
+  place rotating, one process at a time, all containers pinned to the same CPU. Per-test speedups are
+  paired: the median over rounds of each round's ratio (against the expert run a few runs from the
+  patch), so the machine's slow spells cancel out of it;
 - `gso`: GSO's order and statistic for comparison: all base runs, then all patch runs, then all
   expert runs, no pinning, ratios of the mean times.
 """
@@ -21,6 +21,9 @@ from harness.grader.states import CodeState, StepFailed, Stop, reason_of, run_te
 from harness.tasks.task import Task
 
 Log = Callable[[str], None]
+# Patches around one expert run in a slot. A session's patches (8 at most by default) share one expert run:
+# its cost is shared by all of them, which is most of what a session saves (tests.bench.sessions).
+AROUND = 8
 Times = dict[str, dict[str, list[float]]]
 
 
@@ -87,20 +90,22 @@ def time_session(task: Task, base: CodeState, commit: CodeState, patches: list[C
 
 
 def interleaved_order(base: CodeState, commit: CodeState, patches: list[CodeState], k: int) -> list[list[CodeState]]:
-    """The runs of one (round, test), in groups: patches in pairs around one expert run (p E p'), so each
-    patch runs right next to an expert run, and the base once, alone, between two groups. `k` counts the
-    (round, test) slots: the patch order rotates with it, and so does the base's place (a run is slowed by
-    what ran just before it). With one patch this cycles through the four orders that keep the patch and
-    the expert together (B p E, p E B, B E p, E p B)."""
+    """The runs of one (round, test), in groups: up to AROUND patches around one expert run (half before it,
+    half after), so one expert run serves them all and each patch runs a few runs from it, and the base once,
+    alone, between two groups. `k` counts the (round, test) slots: the patch order rotates with it (so each
+    patch's distance to the expert run changes from slot to slot), and so does the base's place (a run is
+    slowed by what ran just before it). With one patch this cycles through the four orders that keep the
+    patch and the expert together (B p E, p E B, B E p, E p B)."""
     if not patches:
         return [[base], [commit]]
     n = len(patches)
     order = patches[k % n:] + patches[:k % n]
-    if n == 1:
-        groups = [[order[0], commit] if (k // 2) % 2 == 0 else [commit, order[0]]]
-    else:
-        groups = [[order[j], commit, order[j + 1]] if j + 1 < n else
-                  ([order[j], commit] if k % 2 == 0 else [commit, order[j]]) for j in range(0, n, 2)]
+    groups = []
+    for j in range(0, n, AROUND):
+        chunk = order[j:j + AROUND]
+        # Which side takes the odd one out alternates; a single patch goes before, then after the expert.
+        half = (len(chunk) + (k // 2 if len(chunk) == 1 else k) % 2) // 2
+        groups.append([*chunk[:half], commit, *chunk[half:]])
     place = k % (len(groups) + 1)
     return groups[:place] + [[base]] + groups[place:]
 
