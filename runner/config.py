@@ -138,9 +138,12 @@ def register_schemas() -> None:
     from the command line and a wrongly typed value fails early."""
     from hydra.core.config_store import ConfigStore
 
+    from harness.grader.judge.config import JudgeConfig
+
     store = ConfigStore.instance()
     for group, node in (("model", ModelConf), ("scaffold", ScaffoldConf), ("budget", BudgetConf),
-                        ("tasks", TasksConf), ("sandbox", SandboxConf), ("executor", ExecutorConf)):
+                        ("tasks", TasksConf), ("sandbox", SandboxConf), ("executor", ExecutorConf),
+                        ("judge", JudgeConfig)):
         store.store(group=group, name=f"schema_{group}", node=node)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from harness.metrics import opt_at_k
 from harness.metrics.summary import summarize
+from runner import judging
 from runner.config import RunConf
 from runner.records import ResultRecord, RunSummary
 from runner.store import RunStore
@@ -161,6 +162,8 @@ def render_markdown(report: dict[str, Any], run_dir: str, grading: str = "") -> 
     if suspects:
         lines += ["", "## Hack suspects", "", "Measured numbers kept above; not credited in the credited figures.", ""]
         lines += [f"- {tid} rollout {row['rollout']}: " + "; ".join(row["hack_reasons"]) for tid, row in suspects]
+    if report.get("judges"):
+        lines += judging.markdown(report["judges"], s["opt_at_k"])
     return "\n".join(lines) + "\n"
 
 
@@ -169,6 +172,9 @@ def write_reports(store: RunStore, conf: RunConf, task_ids: list[str]) -> dict[s
     report = build_report(records, conf, task_ids)
     if checks := store.checks():
         report["model_checks"] = checks  # only when a real model was checked: old runs rebuild identically
+    if store.judges() and conf.grade != "none":  # likewise only once a judge has judged
+        report["judges"] = judging.summaries(store, slots(records, task_ids, conf.rollouts),
+                                             [int(k) for k in report["summary"]["opt_at_k"]])
     g = conf.grading
     grading = (f" Graded with {g.rounds} rounds ({g.mode}, {g.stat}), Opt at p = {g.p:g}, GSO's {g.gso_version} "
                f"verdict (round(gm, 1) >= {g.min_speedup:g}).") if conf.grade != "none" else ""

@@ -7,6 +7,7 @@
     results.jsonl                     one record per finished (and, unless grade=none, graded) rollout
     predictions/rollout_<i>.jsonl     GSO predictions, one file per rollout index
     gso/logs/run_evaluation/...       the gradings in GSO's log layout (its report.json files, run reports)
+    judging/<judge>/<task>/<i>.json   a judge's judgement of a rollout (calls, votes, labels; runner.judging)
     report.json, report.md            the summary
     truncated/steps_<S>/              gradings of the rollouts cut to S steps (runner.aggregate)
 
@@ -105,6 +106,19 @@ class RunStore:
 
     def save_grading(self, task_id: str, index: int, report: dict[str, Any]) -> None:
         write_json(self.root / self.grading_ref(task_id, index), report)
+
+    # ---------------------------------------------------------------- judgements (runner.judging)
+    def judgement(self, judge_id: str, task_id: str, index: int) -> dict[str, Any] | None:
+        data = read_json(self.root / "judging" / judge_id / task_id / f"{index}.json")
+        return data if isinstance(data, dict) else None
+
+    def save_judgement(self, judge_id: str, task_id: str, index: int, judgement: dict[str, Any]) -> None:
+        write_json(self.root / "judging" / judge_id / task_id / f"{index}.json", judgement)
+
+    def judges(self) -> list[str]:
+        """The ids of the judges that judged some rollout of this run."""
+        folder = self.root / "judging"
+        return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
 
     def truncated(self, steps: int) -> "RunStore":
         """The store for this run's gradings at a post-hoc step budget."""

@@ -8,6 +8,9 @@ grade.py        grade_patches(): a task's patches -> one report each (GSO's keys
                 intervals), timed together in sessions; grade(): one patch
 predictions.py  GSO predictions files
 batch.py        many patches: predictions files (`harness grade`) and the suite check (`harness validate`)
+isolation.py    fenced test processes (fresh HOME/TMPDIR, read-only repository), measured from outside
+guards.py       mechanical signs of a reward hack (protected paths, hooks, the clock, state left behind)
+judge/          an LLM judge: hack votes and ISO-Bench's soft labels for one rollout
 
 It depends on the sandbox side, the tasks, the metrics and (for a judge) the model layer; never on
 scaffolds/ or runner/.

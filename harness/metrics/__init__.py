@@ -3,6 +3,7 @@
 verdicts.py    speedups, gm/hm, GSO's opt_base and Opt_p, AutoLab's log-stretch score
 aggregates.py  Opt@K (unbiased and GSO's first-K), Avg@k, Best@k, Dominance
 summary.py     the one summary of a set of rollouts used by every report
+judging.py     an LLM judge's numbers: GSO's hack vote, hack-adjusted Opt@K, ISO-Bench's quadrants, agreement
 
 Definitions follow GSO and AutoLab exactly, so numbers stay comparable with the papers.
 """

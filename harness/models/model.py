@@ -115,13 +115,23 @@ class Model:
             return False
         return bool(info.get("input_cost_per_token") or info.get("output_cost_per_token"))
 
+    def supports_schema(self) -> bool:
+        """Whether the provider takes a JSON schema for the reply (structured output), per litellm."""
+        if scripted.is_scripted(self.config.name):
+            return True
+        try:
+            return bool(litellm_module().supports_response_schema(model=self.config.name))
+        except Exception:  # unknown model: litellm raises instead of answering
+            return False
+
     def _request(self, messages: list[dict[str, Any]], tools: list[dict] | None,
-                 stop: list[str] | None) -> dict[str, Any]:
+                 stop: list[str] | None, response_format: dict[str, Any] | None = None) -> dict[str, Any]:
         cfg = self.config
         request: dict[str, Any] = {"model": cfg.name, "messages": messages, "timeout": cfg.timeout_s,
                                    "num_retries": 0, "max_retries": 0, **cfg.kwargs}
         for key, value in (("temperature", self.temperature), ("seed", self.seed), ("api_base", cfg.api_base),
-                           ("api_key", self.api_key), ("stop", stop or None), ("tools", tools or None)):
+                           ("api_key", self.api_key), ("stop", stop or None), ("tools", tools or None),
+                           ("response_format", response_format)):
             if value is not None:
                 request[key] = value
         if self.prompt_caching:
@@ -134,10 +144,11 @@ class Model:
         return request
 
     def query(self, messages: list[dict[str, Any]], tools: list[dict] | None = None,
-              stop: list[str] | None = None) -> ModelReply:
+              stop: list[str] | None = None, response_format: dict[str, Any] | None = None) -> ModelReply:
+        """One reply; `response_format` asks for JSON (OpenAI's shape: json_object or json_schema)."""
         lm = litellm_module()
         cfg = self.config
-        request = self._request(messages, tools, stop)
+        request = self._request(messages, tools, stop, response_format)
         attempts = failures = rate_limited = 0  # requests sent; of them, failed (not 429); 429s
         waited = gate_waited = 0.0  # held back by the limiter; of it, waiting for a Retry-After pause
         last_429: Exception | None = None
@@ -154,6 +165,8 @@ class Model:
                 gate_waited += ticket.gate_wait_s
                 waited += ticket.waited_s
                 attempts += 1
+                if "extra_body" in request and scripted.is_scripted(cfg.name):
+                    request["extra_body"]["attempt"] = attempts  # a scripted fault may hit the first try only
                 try:
                     response = lm.completion(**request)
                 except Exception as exc:  # noqa: BLE001 - every provider error becomes one clear ModelError

@@ -13,6 +13,7 @@ import time
 import uuid
 from typing import Any
 
+from harness.models.scripted import judge
 from harness.models.scripted.replies import detect_format, render
 from harness.models.scripted.steps import MODELS, noop_steps
 
@@ -55,6 +56,8 @@ def _make_handler(litellm: Any) -> Any:
                        logger_fn: Any = None, headers: Any = None, timeout: Any = None, client: Any = None) -> Any:
             extra = optional_params.get("extra_body") or {}
             index = int(extra.get("call_index", 0))
+            if model == "judge":
+                return _judge_response(litellm, model, messages, optional_params, extra, index)
             steps = extra.get("steps")
             if steps is None:
                 steps = noop_steps() if model == "noop" else []
@@ -85,6 +88,24 @@ def _make_handler(litellm: Any) -> Any:
                                         "total_tokens": prompt + completion})
 
     return ScriptedLLM()
+
+
+def _judge_response(litellm: Any, model: str, messages: list, optional_params: dict, extra: dict,
+                    index: int) -> Any:
+    from litellm import ModelResponse
+
+    script = extra.get("verdicts") or {}
+    fault = judge.fault_of(script, index)
+    if fault in ("429", "500", "400", "503") and int(extra.get("attempt", 1)) == 1:  # a transient fault: once
+        _raise_status(litellm, fault, 0.01 if fault == "429" else None, model)
+    content = judge.reply(script, messages, optional_params.get("response_format"), index)
+    prompt = sum(_tokens(json.dumps(m.get("content"))) for m in messages)
+    completion = _tokens(content)
+    return ModelResponse(model=f"{PROVIDER}/{model}",
+                         choices=[{"message": {"role": "assistant", "content": content}, "index": 0,
+                                   "finish_reason": "stop"}],
+                         usage={"prompt_tokens": prompt, "completion_tokens": completion,
+                                "total_tokens": prompt + completion})
 
 
 def _last_finish(steps: list[dict[str, Any]]) -> dict[str, Any]:

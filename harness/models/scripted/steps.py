@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-MODELS = ("oracle", "noop", "replay", "script")
+MODELS = ("oracle", "noop", "replay", "script", "judge")
 WORKDIR = "/testbed"
 
 
@@ -73,6 +73,7 @@ class Script:
     steps: list[dict[str, Any]] | None = None  # script: the steps themselves
     solution: tuple[tuple[str, str], ...] = ()  # oracle: a reference solution's files (solve.sh runs)
     workdir: str = WORKDIR  # where the oracle works
+    verdicts: dict[str, Any] | None = None  # judge: its verdicts (harness.models.scripted.judge)
 
 
 def bind(name: str, script: Script) -> dict[str, Any]:
@@ -88,6 +89,8 @@ def bind(name: str, script: Script) -> dict[str, Any]:
         return {"steps": oracle_steps(script.patch, script.install_commands, script.spec_script)}
     if short == "noop":
         return {"steps": noop_steps()}
+    if short == "judge":
+        return {"verdicts": dict(script.verdicts or {})}
     if short == "replay":
         if script.trajectory is None:
             raise ValueError("the replay model needs a trajectory to replay")
