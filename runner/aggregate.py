@@ -56,7 +56,30 @@ def system_row(run: Run, k: int) -> dict[str, Any]:
         "per_task": {t: {"avg_at_k": sum(scores[t]) / n, "opt_at_K": metrics.opt_at_k(n, sum(success[t]), n)}
                      for t in run.task_ids},
         **_credited(s, kk, n),
+        **_judged(run, n),
     }
+
+
+def _judged(run: Run, n: int) -> dict[str, Any]:
+    """Per judge of this run (runner.judging): Opt@K with judged hacks not credited, and ISO-Bench's
+    soft metrics; only when the run was judged."""
+    from runner.judging import summaries
+    from runner.store import RunStore
+
+    if run.approximate:
+        return {}
+    found = summaries(RunStore(run.path), run.slots(), sorted({1, n}))
+    judges = {}
+    for judge_id, j in found.items():
+        if judge_id.startswith("_"):
+            continue
+        soft = j["soft"]
+        judges[judge_id] = {"model": j["model"], "opt_at_1": j["adjusted_opt_at_k"]["1"],
+                            "opt_at_K": j["adjusted_opt_at_k"][str(n)], "reason": j["adjusted_reason"],
+                            "hard_success": soft["hard_success"], "true_success": soft["true_success"],
+                            "gap": soft["gap"], "quadrants": soft["quadrants"], "approaches": soft["approaches"],
+                            "cost_usd": j["cost_usd"]}
+    return {"judges": judges} if judges else {}
 
 
 def _credited(s: Summary, kk: int, n: int) -> dict[str, Any]:
@@ -134,6 +157,20 @@ def render_markdown(result: dict[str, Any]) -> str:
         lines += [f"| {row['system']} | {row['hack_suspects']} | {_f(c['opt_at_1'])} | {_f(c['opt_at_K'])} | "
                   f"{_f(c['avg_at_k'])} | {_f(c['best_at_k'])} | {c['solved_tasks']} |"
                   for row in flagged for c in (row["credited"],)]
+    judged = [(row, judge_id, j) for row in result["systems"] for judge_id, j in (row.get("judges") or {}).items()]
+    if judged:
+        lines += ["", "## Judged (an LLM judge's hack votes and ISO-Bench's soft metrics)", "",
+                  "Opt@K judged: rollouts the judge called hacks not credited (- : a verdict was withheld). Hard "
+                  "Success = Q1 + Q3, True Success = Q1 (Q1 true success, Q2 good intent bad execution, Q3 lucky "
+                  "win, Q4 failure).", "",
+                  "| system | judge | Opt@K raw | Opt@K judged | Hard Success | True Success | gap | Q1 / Q2 / Q3 / Q4 "
+                  "| approach similar / alternative / partial / ineffective | judge cost |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {row['system']} | {judge_id} | {_f(row['opt_at_K'])} | {_f(j['opt_at_K'])} | "
+                  f"{_f(j['hard_success'])} | {_f(j['true_success'])} | {_f(j['gap'])} | "
+                  + " / ".join(str(j["quadrants"][q]) for q in ("Q1", "Q2", "Q3", "Q4")) + " | "
+                  + " / ".join(str(c) for c in j["approaches"].values()) + f" | {_usd(j['cost_usd'])} |"
+                  for row, judge_id, j in judged]
     if result.get("plots"):
         lines += ["", "## Plots", ""] + [f"- `{name}`" for name in result["plots"]]
     return "\n".join(lines) + "\n"

@@ -23,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from harness.grader.config import GradeConfig
+from harness.grader.judge.config import JudgeConfig
 from harness.models.config import ModelConfig
 from harness.sandbox.interface import DEFAULT_BASE_IMAGE, SandboxLimits
 from scaffolds.limits import Limits
@@ -122,6 +123,7 @@ class RunConf:
     seed: int | None = None
     grade: str = "after"
     grading: GradeConfig = field(default_factory=GradeConfig)
+    judge: JudgeConfig | None = None  # judge=MODEL: an LLM judges each rollout once it is graded (runner.judging)
     infra_retries: int = 2
     name: str = "run"
     sweep_name: str = "sweep"
@@ -138,8 +140,6 @@ def register_schemas() -> None:
     from the command line and a wrongly typed value fails early."""
     from hydra.core.config_store import ConfigStore
 
-    from harness.grader.judge.config import JudgeConfig
-
     store = ConfigStore.instance()
     for group, node in (("model", ModelConf), ("scaffold", ScaffoldConf), ("budget", BudgetConf),
                         ("tasks", TasksConf), ("sandbox", SandboxConf), ("executor", ExecutorConf),
@@ -154,7 +154,9 @@ def typed(cfg: DictConfig | dict[str, Any]) -> RunConf:
         raw = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(cfg)
         raw = OmegaConf.masked_copy(raw, [k for k in raw.keys() if k != "hydra"]) if "hydra" in raw else raw
         merged = OmegaConf.merge(OmegaConf.structured(RunConf), raw)
-        for group in ("model", "scaffold", "budget", "tasks", "sandbox", "executor", "grading"):
+        for group in ("model", "scaffold", "budget", "tasks", "sandbox", "executor", "grading", "judge"):
+            if merged[group] is None:  # an optional group left out (judge)
+                continue
             try:
                 OmegaConf.to_object(merged[group])
             except ValueError as err:
@@ -212,6 +214,18 @@ def _check(conf: RunConf) -> None:
         raise ConfigError("model=replay needs model.run_dir=PATH (the run whose trajectories to replay)")
     if model.api_key_env and not os.environ.get(model.api_key_env):
         raise ConfigError(f"model {model.id} needs an API key: set the environment variable {model.api_key_env}")
+    if conf.judge is not None:
+        check_judge(conf.judge)
+        if conf.grade == "none":
+            raise ConfigError("a judge needs graded rollouts: drop judge=... or grade (grade=after or stream)")
+
+
+def check_judge(judge: JudgeConfig) -> None:
+    problems = judge.problems()
+    if problems:
+        raise ConfigError(f"judge.{problems[0]}")
+    if judge.api_key_env and not os.environ.get(judge.api_key_env):
+        raise ConfigError(f"judge {judge.id} needs an API key: set the environment variable {judge.api_key_env}")
 
 
 def identity(conf: RunConf) -> dict[str, Any]:

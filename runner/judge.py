@@ -21,7 +21,7 @@ def judge_config(overrides: list[str]):  # -> JudgeConfig
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    from runner.config import register_schemas
+    from runner.config import check_judge, register_schemas
 
     register_schemas()
     if not any(o.split("=", 1)[0].lstrip("+") == "judge" for o in overrides):
@@ -33,16 +33,12 @@ def judge_config(overrides: list[str]):  # -> JudgeConfig
         config = OmegaConf.to_object(composed.judge)
     except (HydraException, OmegaConfBaseException, ValueError) as err:
         raise ConfigError(f"bad judge option: {str(err).strip().splitlines()[0]}") from None
-    problems = config.problems()
-    if problems:
-        raise ConfigError(f"judge.{problems[0]}")
+    check_judge(config)
     return config
 
 
 def judge_run(run_dir: Path, overrides: list[str], force: bool = False) -> Path:
     """Judge every graded rollout of the run that this judge has not judged yet; rewrite the reports."""
-    import os
-
     from runner.config import validate
     from runner.judging import judge_records
     from runner.plan import select
@@ -50,8 +46,6 @@ def judge_run(run_dir: Path, overrides: list[str], force: bool = False) -> Path:
     from runner.store import RunStore
 
     config = judge_config(overrides)
-    if config.api_key_env and not os.environ.get(config.api_key_env):
-        raise ConfigError(f"judge {config.id} needs an API key: set the environment variable {config.api_key_env}")
     store = RunStore(run_dir)
     conf = validate(store.load_config())
     if conf.grade == "none" and not any(r.grading for r in store.results()):

@@ -82,6 +82,14 @@ def _line(judgement: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def _current(judgement: dict[str, Any] | None, record: ResultRecord) -> dict[str, Any] | None:
+    """A judgement of the rollout as it is now graded (one made before a re-grading changed it is not)."""
+    if judgement is None or judgement.get("patch_sha256") != patch_sha256(record.patch or "") \
+            or judgement.get("reached_opt") != _reached(record):
+        return None
+    return judgement
+
+
 def verdict_of(judgement: dict[str, Any] | None) -> HackVerdict | None:
     hack = (judgement or {}).get("hack")
     if not hack:
@@ -95,7 +103,7 @@ def summaries(store: RunStore, by_task: dict[str, list[ResultRecord | None]], ks
     out: dict[str, Any] = {}
     labels: dict[str, dict[tuple[str, int], tuple[Any, Any]]] = {}
     for judge_id in store.judges():
-        judged = {(t, r.rollout): store.judgement(judge_id, t, r.rollout)
+        judged = {(t, r.rollout): _current(store.judgement(judge_id, t, r.rollout), r)
                   for t, rows in by_task.items() for r in rows if r is not None}
         tasks = {t: [(_reached(r), verdict_of(judged[(t, r.rollout)])) if r else (False, None) for r in rows]
                  for t, rows in by_task.items()}

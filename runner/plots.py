@@ -4,7 +4,8 @@
 - `opt_at_k.png`: Opt@k as k grows, from the unbiased estimator, per system;
 - `steps_rollouts_heatmap.png`: Opt@K by step budget x rollouts, when systems differ in step budget
   (a scaling sweep); cells on one anti-diagonal cost the same compute;
-- `score_vs_cost.png`: Avg@k against cost per rollout (log x), the Pareto front marked.
+- `score_vs_cost.png`: Avg@k against cost per rollout (log x), the Pareto front marked;
+- `quadrants.png`: per judged system, ISO-Bench's quadrants (intent x result) as a 2 x 2 grid of counts.
 """
 from __future__ import annotations
 
@@ -33,7 +34,37 @@ def write_plots(result: dict[str, Any], runs: list[Run], out: Path) -> list[str]
     scatter = _score_vs_cost(result, out / "score_vs_cost.png")
     if scatter:
         written.append(scatter)
+    quadrants = _quadrants(result, out / "quadrants.png")
+    if quadrants:
+        written.append(quadrants)
     return written
+
+
+def _quadrants(result: dict[str, Any], path: Path) -> str | None:
+    """One 2 x 2 grid per (system, judge): rows intent (aimed at the expert's bottleneck or not), columns
+    result (as fast as the expert or not), each cell its quadrant's count."""
+    panels = [(f"{row['system']}\n(judge {judge_id})", j["quadrants"]) for row in result["systems"]
+              for judge_id, j in (row.get("judges") or {}).items()]
+    if not panels:
+        return None
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.6), squeeze=False)
+    layout = [["Q1", "Q2"], ["Q3", "Q4"]]  # rows: good intent, bad intent; columns: good result, bad result
+    names = {"Q1": "true success", "Q2": "good intent,\nbad execution", "Q3": "lucky win", "Q4": "failure"}
+    for ax, (title, counts) in zip(axes[0], panels):
+        grid = np.array([[counts[q] for q in row] for row in layout], dtype=float)
+        ax.imshow(grid, cmap="Blues", vmin=0, vmax=max(1.0, grid.max()))
+        for i, row in enumerate(layout):
+            for j, q in enumerate(row):
+                ax.text(j, i, f"{q}: {counts[q]}\n{names[q]}", ha="center", va="center", fontsize=8,
+                        color="white" if grid[i, j] > 0.6 * grid.max() and grid.max() else "black")
+        ax.set_xticks([0, 1], ["beats / similar", "worse / failed"])
+        ax.set_yticks([0, 1], ["same / related\ntarget", "different /\nno target"])
+        ax.set_title(title, fontsize=9)
+    fig.suptitle("ISO-Bench quadrants: intent (judge) x result (grader)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path.name
 
 
 def _curve(result: dict[str, Any], key: str, path: Path, xlabel: str, ylabel: str, title: str) -> str:

@@ -213,8 +213,14 @@ class Runner:
             return
         print(f"grading {len(items)} rollouts: " + ", ".join(f"{t.id} #{r.rollout}" for t, r in items[:8])
               + (" ..." if len(items) > 8 else ""), flush=True)
+        results = []
         for _task, record, report in self.grader.reports(items, log=lambda _m: None):
-            self._append(graded(self.store, record, report))
+            result = graded(self.store, record, report)
+            self._append(result)
+            results.append(result)
+        if self.conf.judge is not None and results:  # judged as they are graded: the batch just recorded
+            from runner.judging import judge_records
+            judge_records(self.store, self.conf.judge, self.tasks, results, log=lambda m: print(m, flush=True))
 
     def _stream_grading(self) -> None:
         """Grades as rollouts finish: whatever has finished meanwhile goes as one batch."""

@@ -21,6 +21,7 @@ from harness.models.model import Model
 from harness.models.records import Price
 from harness.models.scripted.steps import Script
 from harness.tasks import select_tasks
+from runner import aggregate as aggregate_cli
 from runner import judge as judge_cli
 from runner.store import RunStore
 from tests.openai_server import OpenAIServer, Reply, completion
@@ -202,6 +203,18 @@ def test_runner_judge_reports_adjusted_opt_and_the_quadrants_and_resumes(run: Pa
     agreement = judges["_agreement"][0]
     assert agreement["judges"] == ["lenient", "scripted"] and agreement["hack_n"] == 5
     assert "## Judge agreement" in (run / "report.md").read_text()
+    # The aggregate carries the same numbers per judge, and draws the quadrants.
+    assert aggregate_cli.main([str(run), "--out", str(run / "agg")]) == 0
+    row = json.loads((run / "agg" / "aggregate.json").read_text())["systems"][0]
+    assert row["judges"]["scripted"]["quadrants"] == {"Q1": 3, "Q2": 1, "Q3": 2, "Q4": 0}
+    assert row["judges"]["scripted"]["opt_at_K"] == pytest.approx(2 / 3) and row["opt_at_K"] == pytest.approx(1.0)
+    assert "quadrants.png" in row_plots(run) and (run / "agg" / "quadrants.png").stat().st_size > 10_000
+    assert "| oracle x codeact x smoke | scripted | 1.000 | 0.667 | 0.833 | 0.500 | 0.333 | 3 / 1 / 2 / 0 |" in \
+        (run / "agg" / "aggregate.md").read_text()
+
+
+def row_plots(run: Path) -> list[str]:
+    return json.loads((run / "agg" / "aggregate.json").read_text())["plots"]
 
 
 def test_a_failed_vote_withholds_the_adjusted_number(run: Path, capsys: pytest.CaptureFixture[str]) -> None:

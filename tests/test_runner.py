@@ -132,10 +132,19 @@ def test_the_oracle_note_gives_each_rollout_the_experts_code_in_other_bytes(tmp_
 @pytest.mark.parametrize("scaffold", ["mini_swe", "codeact", "terminus"])
 def test_oracle_solves_every_task_and_costs_what_its_tokens_cost(tasks_dir: Path, tmp_path: Path,
                                                                  scaffold: str) -> None:
-    done = runner(f"scaffold={scaffold}", f"tasks.selector={tasks_dir}", "rollouts=2", *FAST_GRADING, out=tmp_path)
+    judge = ["judge=scripted", "judge.votes=3"] if scaffold == "mini_swe" else []  # judged as graded
+    done = runner(f"scaffold={scaffold}", f"tasks.selector={tasks_dir}", "rollouts=2", *FAST_GRADING, *judge,
+                  out=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     path = run_dir(tmp_path)
     report = json.loads((path / "report.json").read_text())
+    if judge:
+        judges = report["judges"]["scripted"]
+        assert judges["judged"] == 4 and judges["adjusted_opt_at_k"] == {"1": 1.0, "2": 1.0}
+        assert judges["soft"]["quadrants"]["Q1"] == 4 and (path / "judging" / "scripted" / "alpha" / "1.json").is_file()
+        assert "## Judge scripted" in (path / "report.md").read_text()
+    else:
+        assert "judges" not in report
     summary = report["summary"]
     assert summary["opt_at_k"] == {"1": 1.0, "2": 1.0} and summary["n_rollouts"] == 4
     records = results(path)
