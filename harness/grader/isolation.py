@@ -66,9 +66,11 @@ def fence(sandbox: Sandbox, readonly: tuple[str, ...], python: str) -> Fence:
         f"set -e; mkdir -p {RUNS_DIR}; chmod 711 {RUNS_DIR}; "
         + compile_
         + (f"chmod -R go-w {dirs}; " if dirs else "")
-        + f"find / \\( {prune} \\) -prune -o -type f -perm /022 -print0 2>/dev/null | xargs -0r chmod go-w || true; "
-        f"find / \\( {prune} \\) -prune -o -type d \\( -perm -0002 -o \\( -perm -0020 -group {RUN_UID} \\) "
-        f"-o -user {RUN_UID} \\) -print 2>/dev/null > {WRITABLE_LIST} || true; "
+        # One walk of the file system: the files to take write permission off, and the writable directories.
+        + f"find / \\( {prune} \\) -prune -o \\( -type f -perm /022 -fprint0 {RUNS_DIR}/.files \\) -o "
+        f"\\( -type d \\( -perm -0002 -o \\( -perm -0020 -group {RUN_UID} \\) -o -user {RUN_UID} \\) "
+        f"-fprint {WRITABLE_LIST} \\) 2>/dev/null || true; "
+        f"xargs -0r chmod go-w < {RUNS_DIR}/.files || true; rm -f {RUNS_DIR}/.files; "
         f"command -v setpriv || echo no-setpriv"
     )
     done = sandbox.exec(script, timeout=600)
