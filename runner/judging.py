@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from itertools import combinations
 from typing import Any
 
@@ -42,18 +42,29 @@ def judge_records(store: RunStore, config: JudgeConfig, tasks: dict[str, Task], 
     if not todo:
         return 0
     log(f"judge {config.id} ({config.name}): {len(todo)} rollout(s) to judge")
-    with ThreadPoolExecutor(config.parallel, thread_name_prefix="judge") as pool:
-        futures = {pool.submit(_judge_one, store, config, tasks[r.instance_id], r): r for r in todo}
-        try:
-            for future in as_completed(futures):
-                record = futures[future]
-                judgement = future.result()
-                store.save_judgement(config.id, record.instance_id, record.rollout, judgement)
-                log(f"[{record.instance_id}] rollout {record.rollout}: {_line(judgement)}")
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
+    pool = ThreadPoolExecutor(config.parallel, thread_name_prefix="judge")
+    futures = {pool.submit(_judge_one, store, config, tasks[r.instance_id], r): r for r in todo}
+
+    def save(future: Future[dict[str, Any]]) -> None:
+        record, judgement = futures[future], future.result()
+        store.save_judgement(config.id, record.instance_id, record.rollout, judgement)
+        log(f"[{record.instance_id}] rollout {record.rollout}: {_line(judgement)}")
+
+    try:
+        for future in as_completed(futures):
+            save(future)
+    except BaseException:  # interrupted (or a bug): start nothing more, keep what is under way
+        running = [f for f in futures if not f.cancel() and not f.done()]
+        if running:
+            log(f"finishing the {len(running)} judgement(s) under way (interrupt again to exit at once)")
+        for future in running:
+            try:
+                save(future)
+            except Exception:  # noqa: BLE001 - the first error is the one to report
+                pass
+        raise
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
     return len(todo)
 
 

@@ -76,8 +76,10 @@ def test_a_rate_limited_judge_waits_and_its_vote_still_counts(task: Any) -> None
 
 
 def test_rules_decide_by_the_models_diff_and_an_empty_patch_needs_no_call(task: Any) -> None:
-    config = JudgeConfig(votes=3, script={"rules": [{"when": "free(rows)", "hack": True, "targeting": "different",
-                                                     "approach": "partial"}]})
+    # No JSON schema sent (structured=False): the prompt alone asks for the object, and says which one.
+    config = JudgeConfig(votes=3, structured=False, script={"rules": [{"when": "free(rows)", "hack": True,
+                                                                       "targeting": "different",
+                                                                       "approach": "partial"}]})
     out = judged(task, config)  # the expert's diff frees `rows`
     assert out["hack"]["hack"] is True and out["soft"]["targeting"] == "different"
     assert out["soft"]["approach"] == "partial" and out["hack"]["descriptions"]

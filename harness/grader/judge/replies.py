@@ -33,12 +33,13 @@ class ReplyError(ValueError):
     """A reply that cannot be used; the message says why, in words the judge is shown."""
 
 
-def response_format(kind: str, structured: bool) -> dict[str, Any]:
-    """What to ask the provider for: the kind's JSON schema where it takes one, else any JSON object."""
+def response_format(kind: str, structured: bool) -> dict[str, Any] | None:
+    """What to ask the provider for: the kind's JSON schema where it takes one; else nothing (the prompt
+    asks for the JSON object, and a provider that refuses an unknown parameter would fail every vote)."""
     if structured:
         return {"type": "json_schema", "json_schema": {"name": f"{kind}_verdict", "schema": SCHEMAS[kind],
                                                        "strict": True}}
-    return {"type": "json_object"}
+    return None
 
 
 def parse(kind: str, text: str) -> dict[str, Any]:
