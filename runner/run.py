@@ -70,6 +70,7 @@ class Runner:
                 raise RunInterrupted
             self.grading_phase = True
             self._record_all(planned)
+            self._judge_rest()
         except (RunInterrupted, KeyboardInterrupt):
             write_reports(self.store, self.conf, list(self.tasks))
             kept = len(self.store.results())
@@ -221,6 +222,13 @@ class Runner:
         if self.conf.judge is not None and results:  # judged as they are graded: the batch just recorded
             from runner.judging import judge_records
             judge_records(self.store, self.conf.judge, self.tasks, results, log=lambda m: print(m, flush=True))
+
+    def _judge_rest(self) -> None:
+        """A resumed run with a judge: the rollouts graded before it, or before an interruption, too."""
+        if self.conf.judge is not None:
+            from runner.judging import judge_records
+            judge_records(self.store, self.conf.judge, self.tasks, self.store.results(),
+                          log=lambda m: print(m, flush=True))
 
     def _stream_grading(self) -> None:
         """Grades as rollouts finish: whatever has finished meanwhile goes as one batch."""

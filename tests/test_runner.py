@@ -143,6 +143,12 @@ def test_oracle_solves_every_task_and_costs_what_its_tokens_cost(tasks_dir: Path
         assert judges["judged"] == 4 and judges["adjusted_opt_at_k"] == {"1": 1.0, "2": 1.0}
         assert judges["soft"]["quadrants"]["Q1"] == 4 and (path / "judging" / "scripted" / "alpha" / "1.json").is_file()
         assert "## Judge scripted" in (path / "report.md").read_text()
+        # The same run resumed with another judge: nothing to run or grade, every rollout judged anew.
+        again = runner(f"scaffold={scaffold}", f"tasks.selector={tasks_dir}", "rollouts=2", *FAST_GRADING,
+                       "judge=scripted", "judge.id=late", "judge.votes=1", out=tmp_path)
+        assert again.returncode == 0, again.stderr[-2000:]
+        later = json.loads((path / "report.json").read_text())["judges"]
+        assert later["late"]["judged"] == 4 and later["scripted"]["judged"] == 4 and later["_agreement"]
     else:
         assert "judges" not in report
     summary = report["summary"]

@@ -9,6 +9,7 @@ model's diff, as the grader leaves them out when it applies the patch.
 from __future__ import annotations
 
 import ast
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ from harness.tasks.task import Task
 PARTS = {"setup": ("setup",), "experiment": ("experiment",),
          "equivalence": ("check_equivalence", "store_result", "load_result")}
 CUT = "\n[... {n} characters cut ...]\n"
+_PARSING = threading.Lock()
 
 
 def cut(text: str, limit: int) -> str:
@@ -35,10 +37,17 @@ class HiddenTest:
     parts: dict[str, str]  # part -> source (setup, experiment, equivalence), or "whole" when unparsed
 
 
+def _parse(source: str) -> ast.Module:
+    # One parse at a time: CPython 3.11's parser fails ("AST constructor recursion depth mismatch") when
+    # threads parse at once, and rollouts are judged in parallel.
+    with _PARSING:
+        return ast.parse(source)
+
+
 def functions_of(source: str) -> dict[str, str] | None:
     """The top-level functions of a module, by name (their source); None when it does not parse."""
     try:
-        tree = ast.parse(source)
+        tree = _parse(source)
     except SyntaxError:
         return None
     return {node.name: ast.get_source_segment(source, node) or ""
@@ -52,7 +61,7 @@ def split_test(name: str, source: str, limit: int, helpers: dict[str, dict[str, 
     functions = functions_of(source)
     if functions is None:
         return HiddenTest(name, {"whole": cut(source, limit)})
-    for node in ast.parse(source).body:
+    for node in _parse(source).body:
         if isinstance(node, ast.ImportFrom) and node.module in (helpers or {}):
             for alias in node.names:
                 found = (helpers or {})[node.module].get(alias.name)

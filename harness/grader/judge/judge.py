@@ -9,6 +9,7 @@ was read from it, tokens, cost and time.
 """
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -27,8 +28,13 @@ _templates = jinja2.Environment(loader=jinja2.FileSystemLoader(str(PROMPTS)), un
                                 trim_blocks=True, lstrip_blocks=True)
 
 
+_LOADING = threading.Lock()  # templates compile on first use; CPython 3.11 cannot compile in two threads at once
+
+
 def render(name: str, **variables: Any) -> str:
-    return _templates.get_template(name).render(**variables).strip()
+    with _LOADING:
+        template = _templates.get_template(name)
+    return template.render(**variables).strip()
 
 
 def prompt(kind: str, evidence: Evidence) -> list[dict[str, str]]:
