@@ -45,19 +45,22 @@ def judge_records(store: RunStore, config: JudgeConfig, tasks: dict[str, Task], 
     pool = ThreadPoolExecutor(config.parallel, thread_name_prefix="judge")
     futures = {pool.submit(_judge_one, store, config, tasks[r.instance_id], r): r for r in todo}
 
+    saved: set[Future[dict[str, Any]]] = set()
+
     def save(future: Future[dict[str, Any]]) -> None:
         record, judgement = futures[future], future.result()
         store.save_judgement(config.id, record.instance_id, record.rollout, judgement)
+        saved.add(future)
         log(f"[{record.instance_id}] rollout {record.rollout}: {_line(judgement)}")
 
     try:
         for future in as_completed(futures):
             save(future)
-    except BaseException:  # interrupted (or a bug): start nothing more, keep what is under way
-        running = [f for f in futures if not f.cancel() and not f.done()]
-        if running:
-            log(f"finishing the {len(running)} judgement(s) under way (interrupt again to exit at once)")
-        for future in running:
+    except BaseException:  # interrupted (or a bug): start nothing more, keep what is done or under way
+        left = [f for f in futures if f not in saved and not f.cancel()]
+        if any(not f.done() for f in left):
+            log("finishing the judgements under way (interrupt again to exit at once)")
+        for future in left:
             try:
                 save(future)
             except Exception:  # noqa: BLE001 - the first error is the one to report

@@ -240,3 +240,24 @@ def test_bad_judge_options_get_one_line_and_leave_nothing(run: Path, capsys: pyt
     code, _out, err = cli(run, *args, capsys=capsys)
     assert code == 2 and message in err and err.count("\n") == 1 and "Traceback" not in err
     assert not (run / "judging").exists()
+
+
+def test_an_interrupted_judge_keeps_what_it_made_and_resumes_with_the_rest(run: Path) -> None:
+    from runner.judging import judge_records
+    from runner.plan import select
+    from runner.config import validate
+
+    store = RunStore(run)
+    tasks = {t.id: t for t in select(validate(store.load_config()))}
+    config = JudgeConfig(votes=2, parallel=2)
+
+    def interrupt(line: str) -> None:
+        if line.startswith("["):  # the first judgement saved: Ctrl-C
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        judge_records(store, config, tasks, store.results(), log=interrupt)
+    kept = sorted(p.relative_to(run) for p in (run / "judging" / "scripted").rglob("*.json"))
+    assert 1 <= len(kept) <= 6
+    assert all(json.loads((run / p).read_text())["hack"]["yes"] == 0 for p in kept)  # whole judgements
+    assert judge_records(store, config, tasks, store.results()) == 6 - len(kept)  # only the rest
