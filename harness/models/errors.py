@@ -120,8 +120,10 @@ HINTS = {"auth": " (check the API key and the account's access to this model)",
 
 
 def first_line(exc: BaseException) -> str:
-    """The exception's first line, short enough for a one-line error."""
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+    """The exception's first line, short enough for a one-line error (an error name litellm repeats,
+    "NotFoundError: NotFoundError: ...", once)."""
+    line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return re.sub(r"\b(\w+Error): \1: ", r"\1: ", line)[:300]
 
 
 def retry_after_s(exc: BaseException) -> float | None:

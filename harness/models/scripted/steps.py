@@ -9,6 +9,7 @@ malformed, multi, bad_args, missing_arg, unknown_tool, {"error": STATUS, "retry_
 """
 from __future__ import annotations
 
+import json
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -89,8 +90,8 @@ def bind(name: str, script: Script) -> dict[str, Any]:
         return {"steps": oracle_steps(script.patch, script.install_commands, script.spec_script)}
     if short == "noop":
         return {"steps": noop_steps()}
-    if short == "judge":
-        return {"verdicts": dict(script.verdicts or {})}
+    if short == "judge":  # as JSON (string keys): litellm reads extra_body's keys as strings
+        return {"verdicts": json.loads(json.dumps(script.verdicts or {}))}
     if short == "replay":
         if script.trajectory is None:
             raise ValueError("the replay model needs a trajectory to replay")
