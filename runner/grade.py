@@ -8,7 +8,6 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from harness import signals
 from runner.config import ConfigError
 
 
@@ -65,21 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int)
     parser.add_argument("--mode", choices=("interleaved", "gso"))
     args = parser.parse_args(argv)
-    restore = signals.install()  # SIGTERM and SIGHUP stop as Ctrl-C does
-    try:
-        path = regrade(args.run_dir, args.force, args.rounds, args.mode)
-    except (ConfigError, TaskError, SandboxError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt as exc:
-        print(f"interrupted ({exc or 'Ctrl-C'}): the gradings finished so far are kept; run again to go on",
-              file=sys.stderr)
-        return signals.exit_code(exc)
-    finally:
-        restore()
-    print(f"report: {path}")
-    return 0
+    from runner.report import report_command
 
+    return report_command(lambda: regrade(args.run_dir, args.force, args.rounds, args.mode),
+                          (ConfigError, TaskError, SandboxError), "the gradings finished")
 
 if __name__ == "__main__":
     sys.exit(main())

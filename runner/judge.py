@@ -8,7 +8,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness import signals
 from runner.config import ConfigError
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
@@ -70,21 +69,10 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m runner.judge RUN_DIR judge=MODEL [judge.votes=N] [key=value ...] [--force]",
               file=sys.stderr)
         return 2
-    restore = signals.install()  # SIGTERM and SIGHUP stop as Ctrl-C does
-    try:
-        path = judge_run(Path(args[0]), args[1:], force)
-    except (ConfigError, TaskError, ModelError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt as exc:
-        print(f"interrupted ({exc or 'Ctrl-C'}): the judgements made so far are kept; run again to go on",
-              file=sys.stderr)
-        return signals.exit_code(exc)
-    finally:
-        restore()
-    print(f"report: {path}")
-    return 0
+    from runner.report import report_command
 
+    return report_command(lambda: judge_run(Path(args[0]), args[1:], force), (ConfigError, TaskError, ModelError),
+                          "the judgements made")
 
 if __name__ == "__main__":
     raise SystemExit(main())

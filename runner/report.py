@@ -6,8 +6,13 @@ says how many are missing. Unknown prices are flagged, never shown as $0.
 """
 from __future__ import annotations
 
+import sys
 from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+from harness import signals
 
 from harness.metrics import opt_at_k
 from harness.metrics.summary import summarize
@@ -183,3 +188,22 @@ def write_reports(store: RunStore, conf: RunConf, task_ids: list[str]) -> dict[s
     if conf.grade != "none":
         store.write_gso_reports(records, conf.model.name, task_ids)
     return report
+
+
+def report_command(work: Callable[[], Path], refused: tuple[type[Exception], ...], kept: str) -> int:
+    """Run a command that ends by rewriting a run's reports (`runner.grade`, `runner.judge`): SIGTERM and
+    SIGHUP stop as Ctrl-C does; a refusal (`refused`) is one line and exit 2; an interruption says that
+    `kept` (what finished) is kept and exits with the signal's code."""
+    restore = signals.install()
+    try:
+        path = work()
+    except refused as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as exc:
+        print(f"interrupted ({exc or 'Ctrl-C'}): {kept} so far are kept; run again to go on", file=sys.stderr)
+        return signals.exit_code(exc)
+    finally:
+        restore()
+    print(f"report: {path}")
+    return 0
