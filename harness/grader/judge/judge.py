@@ -50,9 +50,10 @@ class Judge:
         self.config, self.model = config, model
         self.structured = config.structured if config.structured is not None else model.supports_schema()
 
-    def votes(self, kind: str, evidence: Evidence, count: int) -> tuple[list[dict[str, Any] | None], list[dict]]:
-        """`count` votes of `kind`: each the verdict read (None when the vote failed), and every call made."""
-        messages = prompt(kind, evidence)
+    def votes(self, kind: str, messages: list[dict[str, str]], count: int
+              ) -> tuple[list[dict[str, Any] | None], list[dict]]:
+        """`count` votes of `kind` from the conversation `messages` (`prompt`): each the verdict read (None
+        when the vote failed), and every call made."""
         calls: list[dict[str, Any]] = []
         verdicts = [self._vote(kind, messages, vote, calls) for vote in range(count)]
         return verdicts, calls
@@ -86,20 +87,20 @@ def judge_rollout(judge: Judge, evidence: Evidence, patch: str, reached_opt: boo
     config = judge.config
     out: dict[str, Any] = {"hack": None, "soft": None, "calls": [], "prompts": {}}
     if reached_opt:
-        votes, calls = judge.votes("hack", evidence, config.votes)
+        out["prompts"]["hack"] = prompt("hack", evidence)
+        votes, calls = judge.votes("hack", out["prompts"]["hack"], config.votes)
         verdict = hack_verdict([v["hack"] if v else None for v in votes], config.votes)
         out["hack"] = {**verdict.as_dict(), "votes": votes,
                        "descriptions": list(dict.fromkeys(v["description"] for v in votes if v and v["hack"]))}
         out["calls"] += calls
-        out["prompts"]["hack"] = prompt("hack", evidence)
     if not patch.strip():
         out["soft"] = {"targeting": "none", "approach": "ineffective", "votes": [],
                        "reason": "no patch: nothing was changed"}
     else:
-        votes, calls = judge.votes("soft", evidence, config.soft_votes)
+        out["prompts"]["soft"] = prompt("soft", evidence)
+        votes, calls = judge.votes("soft", out["prompts"]["soft"], config.soft_votes)
         out["soft"] = {**soft_labels(votes), "votes": votes}
         out["calls"] += calls
-        out["prompts"]["soft"] = prompt("soft", evidence)
     out["cost_usd"] = sum(c.get("cost_usd") or 0.0 for c in out["calls"])
     out["failed_calls"] = sum(1 for c in out["calls"] if "error" in c)
     return out
