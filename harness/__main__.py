@@ -17,6 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness import signals
+from harness.atomic import write_problem
 from harness.grader.predictions import PredictionsError
 from harness.sandbox.interface import DEFAULT_BASE_IMAGE as BASE_IMAGE
 from harness.sandbox.interface import ImageBuildError, SandboxError, TaskImages
@@ -235,6 +236,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as exc:
         console.print(f"interrupted ({exc or 'Ctrl-C'}): what finished is kept")
         return signals.exit_code(exc)
+    except OSError as err:  # a full disk or a read-only output location
+        if (problem := write_problem(err, example="--out DIR")) is None:
+            raise
+        print(f"error: {problem}; what finished is kept", file=sys.stderr)
+        return 2
     finally:
         restore()
 

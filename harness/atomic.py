@@ -32,17 +32,18 @@ def write_json(path: Path, data: Any, indent: int = 1) -> None:
 WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM)
 
 
-def write_problem(err: OSError, where: str | None = None) -> str | None:
+def write_problem(err: OSError, where: str | None = None, example: str = "output_root=DIR") -> str | None:
     """One line for an error that means nothing more can be written there (at `where`, default the file the
-    error names), or None for any other error."""
+    error names), or None for any other error. `example`: how this command picks its output location."""
     if err.errno not in WRITE_ERRNOS:
         return None
     where = where or err.filename or "the output directory"
-    fix = "free some space" if err.errno in (errno.ENOSPC, errno.EDQUOT) else "choose a writable location"
-    return f"cannot write to {where}: {err.strerror} ({fix}, e.g. output_root=DIR)"
+    if err.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"cannot write to {where}: {err.strerror} (free some space)"
+    return f"cannot write to {where}: {err.strerror} (make it writable or choose a writable location, e.g. {example})"
 
 
-def check_writable(path: Path) -> str | None:
+def check_writable(path: Path, example: str = "output_root=DIR") -> str | None:
     """Whether a directory can be created at `path` (tried in its nearest existing ancestor, then removed)."""
     probe = path
     while not probe.exists() and probe != probe.parent:
@@ -52,7 +53,7 @@ def check_writable(path: Path) -> str | None:
         test.mkdir()
         test.rmdir()
     except OSError as err:
-        return write_problem(err, str(probe)) or f"cannot write to {probe}: {err.strerror}"
+        return write_problem(err, str(probe), example) or f"cannot write to {probe}: {err.strerror}"
     return None
 
 

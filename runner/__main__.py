@@ -31,6 +31,7 @@ ROOT_EXISTED = OUTPUT_ROOT.exists()
 
 
 STOP_CODES = (129, 130, 143)  # SIGHUP, Ctrl-C, SIGTERM
+FAILED_JOBS: list[int] = []  # a sweep's exit codes of jobs that failed: the sweep goes on, then exits non-zero
 
 
 def _fail(message: str) -> int:
@@ -114,10 +115,13 @@ def main(cfg: DictConfig) -> None:
         if not sweeping:
             raise
         print(f"error: job {HydraConfig.get().job.num} failed: {type(err).__name__}: {err}", file=sys.stderr)
+        FAILED_JOBS.append(1)
         return
     # A failing job of a sweep is reported and the sweep goes on; a stopping signal ends the whole sweep.
     if code and (not sweeping or code in STOP_CODES):
         sys.exit(code)
+    if code:
+        FAILED_JOBS.append(code)
 
 
 if __name__ == "__main__":
@@ -127,3 +131,6 @@ if __name__ == "__main__":
     if (problem := check_writable(OUTPUT_ROOT)) is not None:
         sys.exit(_fail(problem))
     main()
+    if FAILED_JOBS:
+        print(f"error: {len(FAILED_JOBS)} job(s) of the sweep failed (above); the others finished", file=sys.stderr)
+        sys.exit(FAILED_JOBS[0])

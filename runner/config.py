@@ -203,6 +203,11 @@ def _check(conf: RunConf) -> None:
     problems = conf.executor.problems()
     if problems:
         raise ConfigError(f"executor.{problems[0]}")
+    problems = conf.sandbox.problems()
+    if problems:
+        raise ConfigError(f"sandbox.{problems[0]}")
+    if conf.temperature is not None and not 0 <= conf.temperature <= 2:
+        raise ConfigError(f"temperature must be in [0, 2] (or null for the provider's default), got {conf.temperature}")
     problems = conf.budget.problems()
     if problems:
         raise ConfigError(f"budget.{problems[0]}")

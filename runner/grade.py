@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     from runner.report import report_command
 
     return report_command(lambda: regrade(args.run_dir, args.force, args.rounds, args.mode),
-                          (ConfigError, TaskError, SandboxError), "the gradings finished")
+                          (ConfigError, TaskError, SandboxError), "the gradings finished", args.run_dir)
 
 if __name__ == "__main__":
     sys.exit(main())

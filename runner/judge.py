@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     from runner.report import report_command
 
     return report_command(lambda: judge_run(Path(args[0]), args[1:], force), (ConfigError, TaskError, ModelError),
-                          "the judgements made")
+                          "the judgements made", Path(args[0]))
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import signals
+from harness.atomic import check_writable, write_problem
 
 from harness.metrics import opt_at_k
 from harness.metrics.summary import summarize
@@ -190,10 +191,18 @@ def write_reports(store: RunStore, conf: RunConf, task_ids: list[str]) -> dict[s
     return report
 
 
-def report_command(work: Callable[[], Path], refused: tuple[type[Exception], ...], kept: str) -> int:
-    """Run a command that ends by rewriting a run's reports (`runner.grade`, `runner.judge`): SIGTERM and
-    SIGHUP stop as Ctrl-C does; a refusal (`refused`) is one line and exit 2; an interruption says that
-    `kept` (what finished) is kept and exits with the signal's code."""
+COPY = "a writable copy of the run directory"
+
+
+def report_command(work: Callable[[], Path], refused: tuple[type[Exception], ...], kept: str,
+                   run_dir: Path) -> int:
+    """Run a command that ends by rewriting the reports of the run in `run_dir` (`runner.grade`,
+    `runner.judge`): SIGTERM and SIGHUP stop as Ctrl-C does; a refusal (`refused`) and a run directory that
+    cannot be written are one line and exit 2; an interruption says that `kept` (what finished) is kept and
+    exits with the signal's code."""
+    if run_dir.is_dir() and (problem := check_writable(run_dir, COPY)) is not None:  # before any work is done
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     restore = signals.install()
     try:
         path = work()
@@ -203,6 +212,11 @@ def report_command(work: Callable[[], Path], refused: tuple[type[Exception], ...
     except KeyboardInterrupt as exc:
         print(f"interrupted ({exc or 'Ctrl-C'}): {kept} so far are kept; run again to go on", file=sys.stderr)
         return signals.exit_code(exc)
+    except OSError as err:  # a full disk or a read-only run directory
+        if (problem := write_problem(err, example=COPY)) is None:
+            raise
+        print(f"error: {problem}; {kept} so far are kept; run again to go on", file=sys.stderr)
+        return 2
     finally:
         restore()
     print(f"report: {path}")

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.test_runner import containers_of, runner
+from tests.test_runner import ROOT, containers_of, runner, tasks_dir  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.docker
 
@@ -52,3 +53,19 @@ def test_full_disk_is_one_line_and_keeps_what_finished(small_disk: Path) -> None
     for path in small_disk.glob("runs/*/rollouts/*/*.json"):  # whatever was written is whole
         assert json.loads(path.read_text())["instance_id"]
     assert not list(small_disk.glob("runs/*/**/.*.tmp"))  # no half-written temp file left
+
+
+def test_regrading_or_judging_a_read_only_run_is_one_line_before_any_work(
+        tmp_path: Path, tasks_dir: Path) -> None:  # noqa: F811 - the fixture imported above
+    for mount in _mount(tmp_path / "run", "size=4m"):
+        done = runner("model=noop", "scaffold=mini_swe", f"tasks.selector={tasks_dir}", "tasks.ids=[alpha]",
+                      "grade=none", "name=r", out=mount)
+        assert done.returncode == 0, done.stderr[-2000:]
+        subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+        run_dir = mount / "runs" / "r"
+        for command in (["runner.grade", str(run_dir)], ["runner.judge", str(run_dir), "judge=scripted"]):
+            done = subprocess.run([sys.executable, "-m", *command], cwd=ROOT, capture_output=True, text=True,
+                                  timeout=120)
+            lines = done.stderr.strip().splitlines()
+            assert done.returncode == 2 and len(lines) == 1, (command, done.stderr)
+            assert "Read-only file system" in lines[0] and "writable copy of the run directory" in lines[0], lines

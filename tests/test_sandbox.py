@@ -18,7 +18,7 @@ from harness.grader.states import apply_patch
 from harness.sandbox.docker.containers import OWNER_LABEL, owner_id, remove_containers
 from harness.sandbox.docker.sandbox import DockerSandbox
 from harness.sandbox.interface import OutputCapture as _Capture
-from harness.sandbox.interface import SandboxError
+from harness.sandbox.interface import SandboxError, SandboxLimits, memory_bytes
 from tests.docker_support import client, sandbox_for, smoke_task, task_image
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,6 +36,18 @@ def _exists(container_id: str) -> bool:
         return True
     except docker.errors.NotFound:
         return False
+
+
+@pytest.mark.parametrize("size, expected", [("4g", 4 << 30), ("512m", 512 << 20), ("1.5G", 3 << 29), ("4gb", 4 << 30),
+                                            ("2048", 2048), ("lots", None), ("0g", None), ("-1g", None), ("4 x", None)])
+def test_memory_sizes_are_read_as_docker_reads_them(size: str, expected: int | None) -> None:
+    assert memory_bytes(size) == expected
+
+
+def test_sandbox_limits_name_each_value_out_of_range() -> None:
+    assert SandboxLimits().problems() == []
+    bad = SandboxLimits(cpus=0, memory="lots", pids=0, max_output_bytes=-5).problems()
+    assert [p.split()[0] for p in bad] == ["cpus", "memory", "pids", "max_output_bytes"]
 
 
 def test_capture_keeps_head_and_tail_and_never_fails_on_bad_bytes() -> None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.metrics import DEFAULT_P, GSO_MIN_SPEEDUP
-from harness.sandbox.interface import SandboxLimits
+from harness.sandbox.interface import SandboxLimits, memory_bytes
 
 GRADER_VERSION = "1.1"  # 1.1: paired speedups, patch and expert back to back
 MODES = ("interleaved", "gso")
@@ -61,6 +61,8 @@ class GradeConfig:
             raise ValueError(f"success must be in (0, 1], got {self.success}")
         if self.session_patches < 1:
             raise ValueError(f"session_patches must be at least 1, got {self.session_patches}")
+        if memory_bytes(self.memory) is None:
+            raise ValueError(f"memory must be a size such as 512m or 4g, got {self.memory!r}")
         if self.bootstrap < 1:
             raise ValueError(f"bootstrap must be at least 1, got {self.bootstrap}")
 

@@ -20,7 +20,6 @@ uncertain when its interval straddles the threshold. The report keeps GSO's keys
 """
 from __future__ import annotations
 
-import re
 import time
 import uuid
 from collections.abc import Callable
@@ -37,7 +36,7 @@ from harness.grader.states import CodeState, StepFailed, Stop, copy_references, 
 from harness.grader.guards import clock_review, hook_review, leftover_review, static_review
 from harness.grader.isolation import Outside
 from harness.grader.timing import RATIOS, Log, SessionTimes, bootstrap, estimates, straddles, time_session
-from harness.sandbox.interface import Sandbox, SandboxError, pin_if_possible
+from harness.sandbox.interface import Sandbox, SandboxError, memory_bytes, pin_if_possible
 from harness.sandbox.providers import SandboxProvider, provider
 from harness.tasks.task import Task
 
@@ -81,17 +80,10 @@ def grade_patches(task: Task, patches: list[str | None], image: str, config: Gra
 def session_size(task: Task, config: GradeConfig) -> int:
     """How many patches one session may hold: `config.session_patches`, and no more containers (the base's
     and the expert's besides) than the available memory holds at their limit each."""
-    per = _bytes(task.memory or config.memory)
+    per = memory_bytes(task.memory or config.memory) or 0
     available = _available_memory()
     fit = int(available // per) - 2 if per and available else config.session_patches
     return max(1, min(config.session_patches, fit))
-
-
-def _bytes(size: str) -> int:
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([bkmgt]?)b?\s*", size.lower())
-    if not match:
-        return 0
-    return int(float(match.group(1)) * 1024 ** "bkmgt".index(match.group(2) or "b"))
 
 
 def _available_memory() -> int:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
@@ -63,6 +64,14 @@ class TaskImages:
     grading: str  # what graded code states start from
 
 
+def memory_bytes(size: str) -> int | None:
+    """Docker's memory size ("512m", "4g", "1.5G", "4gb", a plain number of bytes) in bytes; None if it is not one."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([bkmgt]?)b?\s*", str(size).lower())
+    if not match or float(match.group(1)) <= 0:
+        return None
+    return int(float(match.group(1)) * 1024 ** "bkmgt".index(match.group(2) or "b"))
+
+
 @dataclass
 class SandboxLimits:
     """Resources of one sandbox; also the Hydra schema of the `sandbox` config group (with base_image)."""
@@ -71,6 +80,19 @@ class SandboxLimits:
     pids: int = 1024
     network: bool = False
     max_output_bytes: int = MAX_OUTPUT_BYTES  # per command, on every exec path
+
+    def problems(self) -> list[str]:
+        """What is out of range, one line each, caught before any container starts."""
+        out = []
+        if not self.cpus > 0:
+            out.append(f"cpus must be more than 0, got {self.cpus}")
+        if memory_bytes(self.memory) is None:
+            out.append(f"memory must be a size such as 512m or 4g, got {self.memory!r}")
+        if self.pids < 1:
+            out.append(f"pids must be at least 1, got {self.pids}")
+        if self.max_output_bytes < 1:
+            out.append(f"max_output_bytes must be at least 1, got {self.max_output_bytes}")
+        return out
 
     def for_task(self, cpus: float | None, memory: str | None) -> "SandboxLimits":
         """These limits with a task's own CPUs and memory where it names them (CPUs capped at this machine's)."""
