@@ -128,10 +128,9 @@ def checkout(sandbox: Sandbox, commit: str, timeout: float = 300) -> None:
 
 
 def install_tests(sandbox: Sandbox, task: Task) -> list[str]:
-    """Copy the hidden tests (and perfkit.py) into the sandbox; returns the test script names."""
-    for name, data in task.hidden_files:
-        sandbox.write_file(posixpath.join(task.test_dir, name), data)
-    sandbox.write_file(f"{HIDDEN_DIR}/perfkit.py", PERFKIT.read_bytes())
+    """Copy the hidden tests (and perfkit.py) into the sandbox in one transfer; returns the test script names."""
+    files = {posixpath.join(task.test_dir, name): data for name, data in task.hidden_files}
+    sandbox.write_files({**files, f"{HIDDEN_DIR}/perfkit.py": PERFKIT.read_bytes()})
     sandbox.exec(f"mkdir -p {REF_DIR}", timeout=30)
     return list(task.test_names)
 

@@ -17,6 +17,7 @@ import fnmatch
 import os
 import re
 from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
 TESTBED = "/testbed"
@@ -126,6 +127,10 @@ class Sandbox(Protocol):
     def read_file(self, path: str) -> bytes: ...
 
     def write_file(self, path: str, contents: str | bytes) -> None: ...
+
+    def write_files(self, files: Mapping[str, str | bytes]) -> None:
+        """Several files at once (path -> contents); missing parent directories are created."""
+        ...
 
     def diff(self) -> str: ...
 

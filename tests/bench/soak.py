@@ -17,6 +17,7 @@ server answered; the killed-and-resumed run ends with the same set of records as
 no traceback and the expected exit codes.
 
 usage: python -m tests.bench.soak [--rollouts 200] [--parallel 8] [--resume-rollouts 20] [--seed 1] [--keep DIR]
+                                 [--max-minutes 45]
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ import random
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -105,6 +107,18 @@ class Run:
                 summary["tokens"]["output"] + sum(c["output_tokens"] for c in checks),
                 (summary["cost_usd"] or 0.0) + sum(c["cost_usd"] or 0.0 for c in checks))
 
+    def calls(self) -> list[dict]:
+        """Each model call of the recorded rollouts' trajectories: requests re-sent, 429s, seconds held back."""
+        out = []
+        for path in sorted((self.run_dir / "trajectories").rglob("*.json")):
+            try:
+                steps = json.loads(path.read_text()).get("step_records") or []
+            except (OSError, json.JSONDecodeError):
+                continue
+            out += [{"resent": c["attempts"] - 1, "rate_limited": c.get("rate_limited", 0),
+                     "rate_limit_wait_s": c.get("rate_limit_wait_s", 0.0)} for c in (s.get("call") for s in steps) if c]
+        return out
+
     def accounting_ok(self) -> bool:
         inp, out, dollars = self.tokens_and_cost()
         expected = (self.server_tokens[0] * PRICE_IN + self.server_tokens[1] * PRICE_OUT) / 1e6
@@ -119,14 +133,25 @@ def command(server: OpenAIServer, tasks: Path, out: Path, name: str, rollouts: i
             f"parallel={parallel}", "grade=none"]
 
 
+# The whole bench is bounded: past this moment (time.monotonic()) a runner still going gets SIGTERM.
+DEADLINE = {"at": float("inf")}
+
+
 def launch(cmd: list[str], run_dir: Path, chaos: Chaos, rng: random.Random, tag: str) -> Process:
-    """Start the runner, watch it (and apply `chaos`) to its end."""
+    """Start the runner, watch it (and apply `chaos`) to its end, or SIGTERM it at the bench's deadline."""
     logs = run_dir.parent / f"{run_dir.name}.{tag}"
     with open(f"{logs}.out", "wb") as out, open(f"{logs}.err", "wb") as err:
         started = time.monotonic()
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=err, env={**os.environ, "CI": "true"})
-        seen = watch(proc, run_dir / "results.jsonl", chaos, rng, log=console.print)
-        code = proc.wait()
+        stop = threading.Timer(max(0.0, DEADLINE["at"] - started), proc.terminate)
+        stop.start()
+        try:
+            seen = watch(proc, run_dir / "results.jsonl", chaos, rng, log=console.print)
+            code = proc.wait()
+        finally:
+            stop.cancel()
+    if time.monotonic() >= DEADLINE["at"]:
+        console.print(f"  [red]time bound reached: process {proc.pid} stopped with SIGTERM[/]")
     return Process(proc.pid, code, time.monotonic() - started, seen, Path(f"{logs}.err").read_text(errors="replace"))
 
 
@@ -198,6 +223,9 @@ def figures(runs: list[Run]) -> Table:
     row("faults: total (share)",
         lambda r: f"{sum(r.faults.values())} ({sum(r.faults.values()) / max(r.requests, 1):.0%})")
     row("answers dropped (reset, slow)", lambda r: r.dropped)
+    row("model layer: requests re-sent (of them 429s)",
+        lambda r: "{} ({})".format(*(sum(c[k] for c in r.calls()) for k in ("resent", "rate_limited"))))
+    row("model layer: Retry-After waits", lambda r: f"{sum(c['rate_limit_wait_s'] for c in r.calls()):.1f} s")
     row("records with attempts > 1", lambda r: sum(x.get("attempts", 1) > 1 for x in r.records))
     row("infra errors (retried attempts)", lambda r: sum(len(x.get("infra_errors") or []) for x in r.records))
     row("containers killed from outside", lambda r: sum(len(p.seen.killed) for p in r.processes))
@@ -231,6 +259,7 @@ def targets(main: Run, plain: Run, killed: Run) -> list[tuple[str, str, bool]]:
     kills = sum(len(p.seen.killed) for p in main.processes)
     sigkills = sum(p.seen.sigkilled_at_s is not None for p in killed.processes)
     same = (set(killed.keys) == set(plain.keys) and killed.duplicates == 0 and killed.all_reasoned)
+    late = time.monotonic() >= DEADLINE["at"]
     return [
         ("every rollout recorded with an exit reason", ", ".join(f"{len(r.keys)}/{r.planned}" for r in runs),
          all(r.all_reasoned for r in runs)),
@@ -246,6 +275,7 @@ def targets(main: Run, plain: Run, killed: Run) -> list[tuple[str, str, bool]]:
         # Without this a soak whose daemon restart failed (dockerd run by systemd, say) would pass untested.
         ("chaos applied: 1 daemon restart, >= 3 kills, 1 SIGKILL",
          f"{restarts} restarts, {kills} kills, {sigkills} SIGKILLs", restarts == 1 and kills >= 3 and sigkills == 1),
+        ("within the time bound", "stopped at the bound" if late else "yes", not late),
         ("no traceback, runs exit 0", f"tracebacks: {', '.join(crashed) or 'none'}; exits {codes}",
          not crashed and all(c == 0 for c in codes)),
     ]
@@ -258,10 +288,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resume-rollouts", type=int, default=20)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", type=Path, default=None, help="keep the runs here instead of a temp dir")
+    parser.add_argument("--max-minutes", type=float, default=45.0,
+                        help="time bound of the whole bench: a runner still going then is stopped (a FAIL)")
     args = parser.parse_args(argv)
+    if args.rollouts < 100:
+        parser.error("--rollouts must be at least 100 (the soak's target count)")
     ensure_engine()
     rng = random.Random(args.seed)
     started = time.monotonic()
+    DEADLINE["at"] = started + args.max_minutes * 60
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
         root = args.keep or Path(tmp)
         (root / "tasks").mkdir(parents=True, exist_ok=True)
@@ -282,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, value, ok in checks:
         table.add_row(name, value, "[green]PASS[/]" if ok else "[red]FAIL[/]")
     console.print(table)
-    console.print(f"soak wall time: {time.monotonic() - started:.0f} s")
+    console.print(f"soak wall time: {time.monotonic() - started:.0f} s (bound {args.max_minutes:g} min)")
     return 0 if all(ok for _, _, ok in checks) else 1
 
 

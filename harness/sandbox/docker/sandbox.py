@@ -16,7 +16,7 @@ import json
 import tarfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import PurePosixPath
 
@@ -204,6 +204,20 @@ class DockerSandbox:
                 self.container.put_archive(str(target.parent), buf.getvalue())
         except ENGINE_ERRORS as err:
             raise SandboxError(f"docker: {_first_line(err)}") from None
+
+    def write_files(self, files: Mapping[str, str | bytes]) -> None:
+        """Several files in one transfer (one archive, unpacked at /); missing parent directories are created."""
+        buf = io.BytesIO()
+        now = int(time.time())
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            for path, contents in files.items():
+                data = contents.encode() if isinstance(contents, str) else contents
+                target = PurePosixPath(path if path.startswith("/") else f"{self.workdir}/{path}")
+                info = tarfile.TarInfo(str(target).lstrip("/"))
+                info.size, info.mode, info.mtime = len(data), 0o644, now
+                tar.addfile(info, io.BytesIO(data))
+        with engine_errors():
+            self.container.put_archive("/", buf.getvalue())
 
     # -- patch
 
