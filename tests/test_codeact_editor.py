@@ -1,23 +1,33 @@
 """`str_replace_editor` of the CodeAct scaffold, each command and its errors, against a real container."""
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
 
 from harness.sandbox.docker.sandbox import DockerSandbox
+from harness.tasks import Task
 from harness.tasks.folder import load_task
+from scaffolds.codeact import CodeActConfig, CodeActScaffold
 from scaffolds.codeact.editor import Editor
 from scaffolds.codeact.tools import ToolError
+from scaffolds.limits import Limits
 from tests.conftest import write_task
 from tests.docker_support import sandbox_for
+from tests.scaffold_support import script_model
 
 pytestmark = pytest.mark.docker
 
 
 @pytest.fixture(scope="module")
-def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerSandbox]:
-    yield from sandbox_for(load_task(write_task(tmp_path_factory.mktemp("editor"))))
+def task(tmp_path_factory: pytest.TempPathFactory) -> Task:
+    return load_task(write_task(tmp_path_factory.mktemp("editor")))
+
+
+@pytest.fixture(scope="module")
+def box(task: Task) -> Iterator[DockerSandbox]:
+    yield from sandbox_for(task)
 
 
 @pytest.fixture
@@ -117,3 +127,33 @@ def test_a_symlink_is_edited_through_its_target_and_os_errors_are_tool_errors(ed
     assert box.read_file("/tmp/s/real.txt") == b"alpha\nbeta\n"
     with pytest.raises(ToolError, match="does not exist"):  # a link to nothing
         edit(editor, command="view", path="/tmp/s/dangling")
+
+
+def test_a_file_the_sandbox_cannot_hand_over_is_a_tool_error_and_the_episode_goes_on(task: Task,
+                                                                                     box: DockerSandbox) -> None:
+    # A FIFO and a device exist and are not directories, so they pass the editor's own checks; reading them
+    # raises an OSError from the sandbox, which the model must see as the tool's error.
+    box.exec("mkfifo /tmp/fifo")
+
+    def editor_call(**args: object) -> dict[str, object]:
+        return {"raw": {"content": "", "tool_calls": [{"name": "str_replace_editor", "arguments": json.dumps(args)}]}}
+
+    steps = [editor_call(command="view", path="/tmp/fifo"),
+             editor_call(command="str_replace", path="/dev/null", old_str="a", new_str="b"),
+             {"bash": "echo still here"}, {"finish": "done"}]
+    model = script_model(steps, native_tools=True)
+    episode = CodeActScaffold(CodeActConfig()).run(task, box, model, Limits(snapshot_every=0))
+    assert episode.exit_reason == "submitted", episode.exit_message
+    seen = [obs.text for step in episode.step_records for obs in step.observations]
+    assert seen[0] == "ERROR: `/tmp/fifo`: IsADirectoryError"
+    assert seen[1] == "ERROR: `/dev/null`: IsADirectoryError"
+    assert seen[2].startswith("still here\n")
+    results = [m["content"] for m in episode.messages if m["role"] == "tool"]
+    assert results[:2] == seen[:2]  # what the model was shown
+
+
+def test_create_under_a_file_is_a_tool_error_not_an_infrastructure_error(editor: Editor, box: DockerSandbox) -> None:
+    box.write_file("/tmp/plain.txt", "a file, not a directory\n")
+    for path in ("/tmp/plain.txt/new.py", "/tmp/plain.txt/deeper/new.py"):
+        with pytest.raises(ToolError, match="[Nn]ot a directory"):
+            edit(editor, command="create", path=path, file_text="x = 1\n")

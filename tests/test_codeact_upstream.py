@@ -16,7 +16,7 @@ from harness.sandbox.docker.sandbox import DockerSandbox
 from harness.tasks import Task
 from harness.tasks.folder import load_task
 from scaffolds.codeact import CodeActConfig, CodeActScaffold
-from scaffolds.codeact.shell import PersistentShell
+from scaffolds.codeact.shell import RESTART_NOTE, PersistentShell
 from scaffolds.codeact.terminal import render
 from scaffolds.episode import Episode
 from scaffolds.limits import Limits
@@ -63,6 +63,26 @@ def test_terminal_rendering() -> None:
     assert render("long progress line\r\x1b[Kok") == "ok"
     assert render("abc\b\bX") == "aXc" and render("\x1b]0;title\x07text") == "text"
     assert render("plain\ttext\n") == "plain\ttext\n"
+
+
+def test_the_resolved_mode_is_shown_in_the_run_report() -> None:
+    from pathlib import Path
+
+    from runner.config import validate
+    from runner.report import build_report, render_markdown
+    from runner.store import RunStore
+
+    store = RunStore(Path(__file__).parent / "fixtures" / "run_a718ad9")  # a real run's records (6 rollouts)
+    conf, records = validate(store.load_config()), store.results()
+    tasks = ["imgblur", "rollstats", "spanindex"]
+    assert "action format" not in render_markdown(build_report(records, conf, tasks), "runs/x")  # none recorded
+    for i, record in enumerate(records):
+        record.actions = 3
+        record.details = {"mode": "text" if i % 3 == 0 else "native"}
+    report = build_report(records, conf, tasks)
+    assert report["tasks"]["imgblur"]["rollouts"][0]["details"] == {"mode": "text"}
+    markdown = render_markdown(report, "runs/x")
+    assert "| mean actions | 3.0 |\n| action format | native (4), text (2) |" in markdown
 
 
 # ---------------------------------------------------------------- the loop
@@ -163,6 +183,19 @@ def test_prompt_command_replaced_is_recovered(shell: PersistentShell) -> None:
     assert shell.run("echo fine", False, 10).output == "fine\n"
 
 
+def test_a_marker_that_cannot_be_recovered_restarts_the_shell(tiny: Task, box: DockerSandbox) -> None:
+    # `exec sh` puts dash in bash's place: a foreign prompt, no child process, and no PROMPT_COMMAND to put
+    # the marker back, so the shell is replaced, and the model is told what that reset.
+    steps = [{"bash": "cd /tmp && exec sh"}, {"bash": "echo $0 in $(pwd)"}, {"finish": "done"}]
+    started = time.monotonic()
+    episode = run(box, tiny, steps, no_output_timeout_s=1.0)
+    assert episode.exit_reason == "submitted", episode.exit_message
+    seen = observations(episode)
+    assert RESTART_NOTE in seen[0] and "[Current working directory: /testbed]" in seen[0]
+    assert seen[1].startswith("bash in /testbed\n") and seen[1].endswith("[Command finished with exit code 0]")
+    assert time.monotonic() - started < 15
+
+
 def test_hard_timeout_counts_from_the_command(shell: PersistentShell) -> None:
     started = time.monotonic()
     result = shell.run("sleep 60", False, 4.0)
@@ -171,22 +204,35 @@ def test_hard_timeout_counts_from_the_command(shell: PersistentShell) -> None:
     assert result.timed_out and time.monotonic() - started < 8
 
 
-def test_reasoning_fields_go_back_to_the_provider(tiny: Task, box: DockerSandbox) -> None:
+THOUGHT = "the tests run from /testbed"
+BLOCKS = [{"type": "thinking", "thinking": "look before editing", "signature": "sig-1"}]
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "text"])
+def test_reasoning_fields_go_back_to_the_provider(native: bool, tiny: Task, box: DockerSandbox) -> None:
     from harness.models.config import ModelConfig
-    from harness.models.model import Model
+    from harness.models.model import REASONING_FIELDS, Model
     from harness.models.records import Price
     from tests.openai_server import OpenAIServer, Reply, completion
 
-    first = completion(None, tool_calls=[bash_call("true")])
-    first["choices"][0]["message"]["reasoning_content"] = "the tests run from /testbed"
-    finish = completion(None, tool_calls=[{"name": "finish", "arguments": json.dumps(
-        {"message": "done", "task_completed": "true"})}])
+    if native:
+        first = completion(None, tool_calls=[bash_call("true")])
+        finish = completion(None, tool_calls=[{"name": "finish", "arguments": json.dumps(
+            {"message": "done", "task_completed": "true"})}])
+    else:  # the text protocol: the call is in the reply's text
+        first = completion("<function=execute_bash>\n<parameter=command>true</parameter>\n</function>")
+        finish = completion("<function=finish>\n<parameter=message>done</parameter>\n"
+                            "<parameter=task_completed>true</parameter>\n</function>")
+    first["choices"][0]["message"].update(reasoning_content=THOUGHT, thinking_blocks=BLOCKS)
     with OpenAIServer() as server:
         server.push(Reply(body=first), Reply(body=finish))
-        model = Model(ModelConfig(name="openai/thinker", api_base=server.base_url, native_tools=True,
+        model = Model(ModelConfig(name="openai/thinker", api_base=server.base_url, native_tools=native,
                                   price=Price(input=1.0, output=1.0)), api_key="k")
         episode = CodeActScaffold(CodeActConfig()).run(tiny, box, model, Limits(snapshot_every=0))
         sent = server.requests[1].body["messages"]
-    assert episode.exit_reason == "submitted"
+    assert episode.exit_reason == "submitted" and episode.details["mode"] == ("native" if native else "text")
     assistant = next(m for m in sent if m["role"] == "assistant")
-    assert assistant["reasoning_content"] == "the tests run from /testbed"
+    assert assistant["reasoning_content"] == THOUGHT and assistant["thinking_blocks"] == BLOCKS
+    kept = next(m for m in episode.messages if m["role"] == "assistant")
+    assert {k: assistant.get(k) for k in REASONING_FIELDS if k in kept} == {k: kept[k] for k in REASONING_FIELDS
+                                                                            if k in kept}

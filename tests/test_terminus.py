@@ -321,3 +321,29 @@ def test_a_reply_cut_off_at_the_token_limit_runs_nothing(fmt: str, tiny: Task, b
         assert "touch /tmp/cut_off\n" not in keystrokes(episode) and "rc=2" in texts[2]
     else:  # a complete XML response inside the cut-off reply is used, as terminus-2 salvages it
         assert keystrokes(episode)[0] == "touch /tmp/cut_off\n" and "rc=0" in texts[2]
+
+
+def test_reasoning_fields_go_back_to_the_provider(tiny: Task, box: DockerSandbox) -> None:
+    from harness.models.model import REASONING_FIELDS
+    from harness.models.records import Price
+    from tests.openai_server import OpenAIServer, Reply, completion
+
+    def answer(keys: str, complete: bool = False) -> dict[str, Any]:
+        return completion(json.dumps({"analysis": "a", "plan": "p", "task_complete": complete,
+                                      "commands": [{"keystrokes": keys, "duration": 0.1}] if keys else []}))
+
+    blocks = [{"type": "thinking", "thinking": "look before editing", "signature": "sig-1"}]
+    first = answer("echo one\n")
+    first["choices"][0]["message"].update(reasoning_content="the tests run from /testbed", thinking_blocks=blocks)
+    with OpenAIServer() as server:
+        server.push(Reply(body=first), Reply(body=answer("", True)), Reply(body=answer("", True)))
+        model = Model(ModelConfig(name="openai/thinker", api_base=server.base_url, price=Price(input=1.0, output=1.0)),
+                      api_key="k")
+        episode = run(tiny, box, model)
+        sent = server.requests[1].body["messages"]
+    assert episode.exit_reason == "submitted", episode.exit_message
+    assistant = next(m for m in sent if m["role"] == "assistant")
+    assert assistant["reasoning_content"] == "the tests run from /testbed" and assistant["thinking_blocks"] == blocks
+    kept = next(m for m in episode.messages if m["role"] == "assistant")
+    assert {k: assistant.get(k) for k in REASONING_FIELDS if k in kept} == {k: kept[k] for k in REASONING_FIELDS
+                                                                            if k in kept}
