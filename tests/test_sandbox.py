@@ -92,6 +92,10 @@ def test_files_round_trip(box: DockerSandbox) -> None:
     assert box.exec("cat /testbed/notes.txt").output == "héllo\n"
     with pytest.raises(FileNotFoundError):
         box.read_file("/nope/missing")
+    with pytest.raises(NotADirectoryError):  # the caller's mistake (an agent's editor call), not the engine's
+        box.write_file("/testbed/notes.txt/inside.txt", "x")
+    with pytest.raises(NotADirectoryError):
+        box.write_file("/testbed/notes.txt/deeper/inside.txt", "x")
     box.write_files({"/tmp/many/a/one.py": payload, "/tmp/many/two.txt": "zwei\n", "three.txt": b"3"})
     assert box.read_file("/tmp/many/a/one.py") == payload and box.read_file("/tmp/many/two.txt") == b"zwei\n"
     assert box.exec("cat /testbed/three.txt && stat -c %a /tmp/many/a").output == "3755\n"

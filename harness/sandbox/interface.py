@@ -126,7 +126,9 @@ class Sandbox(Protocol):
 
     def read_file(self, path: str) -> bytes: ...
 
-    def write_file(self, path: str, contents: str | bytes) -> None: ...
+    def write_file(self, path: str, contents: str | bytes) -> None:
+        """Missing parent directories are created; NotADirectoryError when a parent is a file."""
+        ...
 
     def write_files(self, files: Mapping[str, str | bytes]) -> None:
         """Several files at once (path -> contents); missing parent directories are created."""

@@ -11,6 +11,7 @@ Guarantees:
 """
 from __future__ import annotations
 
+import errno
 import io
 import json
 import tarfile
@@ -199,9 +200,15 @@ class DockerSandbox:
         try:
             self.container.put_archive(str(target.parent), buf.getvalue())
         except docker.errors.NotFound:
-            self.exec(f"mkdir -p '{target.parent}'", timeout=30)
+            made = self.exec(f"mkdir -p '{target.parent}'", timeout=30)
+            if made.exit_code != 0:  # a file where a directory should be: the caller's mistake, not the engine's
+                raise NotADirectoryError(errno.ENOTDIR, made.output.strip() or "Not a directory", path) from None
             with engine_errors():
                 self.container.put_archive(str(target.parent), buf.getvalue())
+        except docker.errors.APIError as err:
+            if "not a directory" in str(err).lower():
+                raise NotADirectoryError(errno.ENOTDIR, "Not a directory", path) from None
+            raise SandboxError(f"docker: {_first_line(err)}") from None
         except ENGINE_ERRORS as err:
             raise SandboxError(f"docker: {_first_line(err)}") from None
 
