@@ -1,11 +1,13 @@
 """Fresh processes over one launcher per container (harness.sandbox.processes), in a real container."""
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from harness.sandbox.interface import SandboxError
 from harness.sandbox.processes import FreshProcesses
 from harness.sandbox.docker.sandbox import DockerSandbox
 from harness.tasks.folder import load_task
@@ -30,6 +32,14 @@ def test_launcher_keeps_bytes_and_restarts_when_killed(box: DockerSandbox) -> No
     again = procs.run("echo back", 10)
     assert again.exit_code == 0 and again.output == "back\n"
     procs.close()
+
+
+def test_a_sandbox_lost_mid_command_is_an_infrastructure_error(box: DockerSandbox) -> None:
+    procs = FreshProcesses(box, COMMAND_ENV)
+    assert procs.run("true", 10).exit_code == 0
+    threading.Timer(1.0, lambda: client().containers.get(box.container.id).kill()).start()
+    with pytest.raises(SandboxError):  # not a "could not be stopped" observation shown to the agent
+        procs.run("sleep 30", 60)
 
 
 def test_each_command_is_a_fresh_process_login_or_not(box: DockerSandbox) -> None:

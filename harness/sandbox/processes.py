@@ -20,6 +20,7 @@ from harness.sandbox.interface import TESTBED, ExecResult, OutputCapture, Sandbo
 
 KILL_GRACE = 5.0  # timeout(1)'s -k: TERM, then KILL after this many seconds
 BACKSTOP_S = 15.0  # extra host-side wait before the launcher is declared wedged
+PROBE_AFTER_S = 0.5  # a lost launcher: how long before asking whether the sandbox itself is gone
 LAUNCHER = r"""
 while IFS=' ' read -r id t b64; do
   printf '%s' "$b64" | base64 -d > /tmp/.optrunner-cmd
@@ -80,6 +81,10 @@ class FreshProcesses:
                     del pending[:-keep]
         except (TimeoutError, EOFError, OSError, SandboxError):
             self.close()  # wedged or gone: the next command gets a fresh launcher
+            # A sandbox that is gone raises SandboxError here: the infrastructure failed, not the agent's command.
+            # (A killed container still answers for a moment after its processes died, hence the pause.)
+            time.sleep(PROBE_AFTER_S)
+            self.sandbox.exec(":", timeout=30)
             return ExecResult(capture.text() + "\n[the command could not be stopped: its launcher was restarted]", -1,
                               True, time.monotonic() - started, capture.truncated)
         capture.add(body)
