@@ -10,7 +10,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from rich.console import Console
 from rich.markup import escape
@@ -108,16 +108,19 @@ def _grading_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _grading_setup(args: argparse.Namespace, tasks: list[Task],
-                   command: str) -> tuple[GradeConfig, dict[str, TaskImages], Path]:
+                   command: str) -> tuple[GradeConfig, dict[str, TaskImages], Path, dict[str, Any]]:
+    """The grading settings, the tasks' images, the output folder and the provenance summary.json records."""
+    from harness import provenance
     from harness.grader.config import GradeConfig
     try:
         config = GradeConfig(rounds=args.rounds, mode=args.mode, stat=args.stat, p=args.p,
                              gso_version=args.gso_version)
     except ValueError as err:
         raise TaskError(f"bad grading option: {err}") from None
-    images = _sandboxes().ensure_images(tasks, BASE_IMAGE, progress=_build_log)
+    sandboxes = _sandboxes()
+    images = sandboxes.ensure_images(tasks, BASE_IMAGE, progress=_build_log)
     out = args.out or Path("outputs") / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}"
-    return config, images, out
+    return config, images, out, provenance.collect(sandboxes, images, config)
 
 
 def _fmt_interval(values: list[float] | None) -> str:
@@ -131,8 +134,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
         raise TaskError(f"--tasks {args.tasks}: matches no tasks")
     if args.repeat < 1:
         raise TaskError("--repeat must be at least 1")
-    config, images, out = _grading_setup(args, tasks, "validate")
-    results = validate(tasks, images, config, args.repeat, out, log=lambda m: console.print(f"[dim]{m}"))
+    config, images, out, provenance = _grading_setup(args, tasks, "validate")
+    results = validate(tasks, images, config, args.repeat, out, log=lambda m: console.print(f"[dim]{m}"),
+                       provenance=provenance)
     table = Table(title=f"validation: gold (expert) and empty patch, {config.rounds} rounds, {config.mode}, "
                         f"repeat {args.repeat}")
     for column in ("task", "expert hm vs base", "gold hm vs expert", "95% interval", "gold opt_base/opt_commit",
@@ -173,9 +177,9 @@ def cmd_grade(args: argparse.Namespace) -> int:
     rollouts = [load_predictions(path, known, args.gso_compat, warn) for path in files]
     wanted = sorted({p.instance_id for preds in rollouts for p in preds})
     graded_tasks = [t for t in tasks if t.id in wanted] if args.only_predicted else tasks
-    config, images, out = _grading_setup(args, [t for t in tasks if t.id in wanted], "grade")
+    config, images, out, provenance = _grading_setup(args, [t for t in tasks if t.id in wanted], "grade")
     summary = grade_predictions(rollouts, graded_tasks, images, config, out,
-                                log=lambda m: console.print(f"[dim]{m}"))
+                                log=lambda m: console.print(f"[dim]{m}"), provenance=provenance)
     k = str(summary["rollouts"])
     line = f"Opt@1 {summary['opt_at_k']['1']:.3f}"
     if k != "1":

@@ -1,8 +1,9 @@
 """`python -m runner.aggregate DIR ... [--out OUT] [--k 3] [--truncate-steps 25,50,100]`
 
 Reads run directories from disk (a sweep folder, run folders, or any folder holding them), never from
-Hydra's in-memory state: a sweep whose job failed still aggregates. Writes `aggregate.json`,
-`aggregate.md` and PNG plots into OUT (default: `<first DIR>/aggregate`).
+Hydra's in-memory state: a sweep whose job failed still aggregates. Writes `aggregate.json`
+(with each run's provenance under `runs`), `aggregate.md` (one line when the runs came from different tool
+revisions or machines) and PNG plots into OUT (default: `<first DIR>/aggregate`).
 
 One row per system (model x scaffold x budget; the scaffold id names its prompt variant). Runs over
 different task sets, ungraded runs, or two runs of the same system are refused with one line: numbers
@@ -23,7 +24,9 @@ from harness import metrics
 from harness.atomic import write_json, write_text
 from harness.metrics.summary import Summary, summarize
 from harness.sandbox.interface import SandboxError
+from runner import provenance
 from runner.config import ConfigError
+from runner.store import RunStore
 from runner.study import Run, check_comparable, find_runs, load_run, scores_of, successes_of
 
 
@@ -64,7 +67,6 @@ def _judged(run: Run, n: int) -> dict[str, Any]:
     """Per judge of this run (runner.judging): Opt@K with judged hacks not credited, and ISO-Bench's
     soft metrics; only when the run was judged."""
     from runner.judging import summaries
-    from runner.store import RunStore
 
     if run.approximate:
         return {}
@@ -107,7 +109,13 @@ def aggregate(runs: list[Run], k: int = 3) -> dict[str, Any]:
                           "opt_at_k": [(kk, metrics.suite_opt_at_k(successes_of(run), kk))
                                        for kk in range(1, run.n + 1)]}
               for run in runs}
-    return {"k": k, "tasks": runs[0].task_ids, "systems": rows, "curves": curves}
+    return {"k": k, "tasks": runs[0].task_ids, "systems": rows, "curves": curves, "runs": run_provenance(runs)}
+
+
+def run_provenance(runs: list[Run]) -> list[dict[str, Any]]:
+    """Each run's provenance (where it started, where its report was written); a truncation is its run's."""
+    return [{"system": run.label, "path": str(run.path), "provenance": provenance.of_run(RunStore(run.path))}
+            for run in runs if not run.approximate]
 
 
 # ---------------------------------------------------------------- output
@@ -127,6 +135,8 @@ def render_markdown(result: dict[str, Any]) -> str:
     k = result["k"]
     lines = ["# Aggregate", "", f"{len(result['tasks'])} tasks: {', '.join(result['tasks'])}. "
              f"Avg@k and Best@k with k = {k} (or N when a system has fewer rollouts); Dominance over Avg@k.", ""]
+    if mixed := provenance.mixed_line([run["provenance"] for run in result.get("runs") or []]):
+        lines += [mixed, ""]
     if any(row["approximate"] for row in result["systems"]):
         lines += ["Rows marked * are post-hoc truncations of longer rollouts: an approximation, since an agent "
                   "that knows its budget is smaller behaves differently.", ""]

@@ -131,6 +131,9 @@ class RunConf:
 
 
 GRADE_MODES = ("after", "stream", "none")
+# Top-level keys of a composed or stored config that are records, not settings: Hydra's own node, and the
+# provenance a run's config.yaml gains when it starts (runner.provenance). Never part of the experiment.
+NOT_SETTINGS = ("hydra", "provenance")
 # What makes two runs the same experiment: a resumed run must match on all of these.
 IDENTITY_KEYS = ("model", "scaffold", "budget", "tasks", "rollouts", "temperature", "seed", "grading")
 
@@ -151,8 +154,12 @@ def typed(cfg: DictConfig | dict[str, Any]) -> RunConf:
     """The composed config as RunConf (defaults filled in), without the run-level checks; a layer's own
     check (e.g. GradeConfig's) fails here, named by its group."""
     try:
-        raw = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(cfg)
-        raw = OmegaConf.masked_copy(raw, [k for k in raw.keys() if k != "hydra"]) if "hydra" in raw else raw
+        if isinstance(cfg, DictConfig):
+            raw = cfg
+            if any(key in raw for key in NOT_SETTINGS):
+                raw = OmegaConf.masked_copy(raw, [k for k in raw.keys() if k not in NOT_SETTINGS])
+        else:  # left out before OmegaConf reads them: a recorded value is no interpolation to resolve
+            raw = OmegaConf.create({k: v for k, v in cfg.items() if k not in NOT_SETTINGS})
         merged = OmegaConf.merge(OmegaConf.structured(RunConf), raw)
         for group in ("model", "scaffold", "budget", "tasks", "sandbox", "executor", "grading", "judge"):
             if merged[group] is None:  # an optional group left out (judge)

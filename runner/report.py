@@ -17,7 +17,9 @@ from harness.atomic import check_writable, write_problem
 
 from harness.metrics import opt_at_k
 from harness.metrics.summary import summarize
-from runner import judging
+from harness.sandbox.interface import TaskImages
+from harness.sandbox.providers import SandboxProvider, provider
+from runner import judging, provenance
 from runner.config import RunConf
 from runner.records import ResultRecord, RunSummary
 from runner.store import RunStore
@@ -170,10 +172,15 @@ def render_markdown(report: dict[str, Any], run_dir: str, grading: str = "") -> 
         lines += [f"- {tid} rollout {row['rollout']}: " + "; ".join(row["hack_reasons"]) for tid, row in suspects]
     if report.get("judges"):
         lines += judging.markdown(report["judges"], s["opt_at_k"])
+    if report.get("provenance"):
+        lines += provenance.markdown(report["provenance"])
     return "\n".join(lines) + "\n"
 
 
-def write_reports(store: RunStore, conf: RunConf, task_ids: list[str]) -> dict[str, Any]:
+def write_reports(store: RunStore, conf: RunConf, task_ids: list[str], images: dict[str, TaskImages] | None = None,
+                  sandboxes: SandboxProvider | None = None) -> dict[str, Any]:
+    """Write report.json and report.md (and the predictions and GSO's layout) from the stored results, with
+    the provenance of this process: `images` are the task images it used (None: it used none, a judge run)."""
     records = store.results()
     report = build_report(records, conf, task_ids)
     if checks := store.checks():
@@ -181,6 +188,8 @@ def write_reports(store: RunStore, conf: RunConf, task_ids: list[str]) -> dict[s
     if store.judges() and conf.grade != "none":  # likewise only once a judge has judged
         report["judges"] = judging.summaries(store, slots(records, task_ids, conf.rollouts),
                                              [int(k) for k in report["summary"]["opt_at_k"]])
+    # Added here, not in build_report: a report rebuilt from an old run's records stays identical.
+    report["provenance"] = provenance.for_report(store, conf, images, sandboxes or provider("docker"))
     g = conf.grading
     grading = (f" Graded with {g.rounds} rounds ({g.mode}, {g.stat}), Opt at p = {g.p:g}, GSO's {g.gso_version} "
                f"verdict (round(gm, 1) >= {g.min_speedup:g}).") if conf.grade != "none" else ""

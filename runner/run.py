@@ -21,12 +21,14 @@ from typing import Any
 from harness import signals
 from harness.models.loader import litellm_module
 from harness.models.records import CallRecord
+from harness.sandbox.interface import TaskImages
 from harness.sandbox.providers import provider
 from runner.config import ConfigError, RunConf
 from runner.executors.base import Context, Executor, Running, make_executor
 from runner.grading import Grader, graded
 from runner.plan import Planned, plan, select
 from runner.progress import Progress
+from runner.provenance import collect as collect_provenance
 from runner.records import ResultRecord, RolloutRecord
 from runner.report import write_reports
 from runner.rollout import Outcome, RolloutJob, make_job
@@ -51,6 +53,7 @@ class Runner:
         self.progress: Progress | None = None
         self.grade_queue: queue.Queue[RolloutRecord | None] = queue.Queue()
         self.recorded = {r.key for r in self.store.results()}
+        self.images: dict[str, TaskImages] = {}  # task id -> its images, once ensured
 
     # ---------------------------------------------------------------- entry
     def run(self) -> int:
@@ -72,7 +75,7 @@ class Runner:
             self._record_all(planned)
             self._judge_rest()
         except (RunInterrupted, KeyboardInterrupt):
-            write_reports(self.store, self.conf, list(self.tasks))
+            write_reports(self.store, self.conf, list(self.tasks), self.images, self.sandboxes)
             kept = len(self.store.results())
             print(f"interrupted: {kept} finished rollouts kept in {self.store.root}; "
                   "run the same command again to resume", flush=True)
@@ -80,7 +83,7 @@ class Runner:
         finally:
             restore()
             self._close()
-        report = write_reports(self.store, self.conf, list(self.tasks))
+        report = write_reports(self.store, self.conf, list(self.tasks), self.images, self.sandboxes)
         self._print_summary(report)
         return 0
 
@@ -112,11 +115,16 @@ class Runner:
         images = self.sandboxes.ensure_images(tasks, self.conf.sandbox.base_image,
                                               progress=lambda m: print(m, flush=True),
                                               base_map=dict(self.conf.tasks.base_map))
+        self.images = images
         importer.join()
         planned = plan(tasks, self.conf.rollouts)
         stored = [(p, self.store.rollout(p.task.id, p.index)) for p in planned]  # read each result file once
         todo = [make_job(self.conf, p.task, p.index, images[p.task.id].agent) for p, record in stored if record is None]
         done_before = [record for _, record in stored if record is not None]
+        # Once the images are known, on the first start (or a resume of one killed before this point): a run from
+        # before provenance was recorded gets none, since its finished rollouts ran somewhere unrecorded.
+        if not done_before and self.store.provenance() is None:
+            self.store.add_provenance(collect_provenance(self.conf, images, self.sandboxes))
         if resuming:
             print(f"resuming {self.store.root}: {len(done_before)} rollouts already finished, {len(todo)} to run"
                   + (f"; removed {removed} leftover containers" if removed else ""), flush=True)

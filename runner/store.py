@@ -1,6 +1,7 @@
 """The run store: one directory per run, append-only, resumable, and the only code that knows its paths.
 
-    config.yaml                       the resolved config; a resumed run must match it
+    config.yaml                       the resolved config; a resumed run must match it (its `provenance`
+                                      mapping, added once the first start has its images, is not compared)
     rollouts/<task>/<i>.json          a finished rollout (the file exists iff the rollout finished)
     trajectories/<task>/<i>.json      its episode: messages, step records, usage
     grading/<task>/<i>.json           its grading report (reused while patch and grading config match)
@@ -8,7 +9,7 @@
     predictions/rollout_<i>.jsonl     GSO predictions, one file per rollout index
     gso/logs/run_evaluation/...       the gradings in GSO's log layout (its report.json files, run reports)
     judging/<judge>/<task>/<i>.json   a judge's judgement of a rollout (calls, votes, labels; runner.judging)
-    report.json, report.md            the summary
+    report.json, report.md            the summary (with the provenance of the process that wrote them)
     truncated/steps_<S>/              gradings of the rollouts cut to S steps (runner.aggregate)
 
 Records go in and come out typed (runner.records). Every file is written atomically (temp file +
@@ -72,6 +73,23 @@ class RunStore:
         self.root.mkdir(parents=True, exist_ok=True)
         write_text(self.config_path, yaml.safe_dump(config, sort_keys=False))
         return False
+
+    def provenance(self) -> dict[str, Any] | None:
+        """Where the run was started from (runner.provenance), as config.yaml recorded it; None for a run
+        written before provenance was recorded."""
+        found = self.load_config().get("provenance") if self.is_run() else None
+        return found if isinstance(found, dict) else None
+
+    def add_provenance(self, provenance: dict[str, Any]) -> bool:
+        """Record the run's provenance in config.yaml, once: a resumed run keeps the first one (a start killed
+        before it was written gets it on resume). The settings' bytes are kept as written, the mapping goes
+        after them. Returns True when written."""
+        if "provenance" in self.load_config():  # a second mapping would be a duplicate key
+            return False
+        text = self.config_path.read_text()
+        write_text(self.config_path, text + ("" if text.endswith("\n") else "\n")
+                   + yaml.safe_dump({"provenance": provenance}, sort_keys=False))
+        return True
 
     # ---------------------------------------------------------------- rollouts, trajectories, gradings
     def _rollout_path(self, task_id: str, index: int) -> Path:

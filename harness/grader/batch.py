@@ -19,8 +19,10 @@ Log = Callable[[str], None]
 
 
 def grade_predictions(rollouts: list[list[Prediction]], tasks: list[Task], images: dict[str, TaskImages],
-                      config: GradeConfig, out: Path, log: Log) -> dict[str, Any]:
-    """Grade every prediction of every rollout file; write one report each, then the summary.
+                      config: GradeConfig, out: Path, log: Log, provenance: dict[str, Any] | None = None
+                      ) -> dict[str, Any]:
+    """Grade every prediction of every rollout file; write one report each, then the summary (with
+    `provenance`, where and how they were graded: harness.provenance).
 
     A report already on disk for the same patch and grading config is reused (resume after a crash). When
     interrupted (Ctrl-C, SIGTERM, SIGHUP), the summary of what was graded is written, marked `interrupted`.
@@ -32,9 +34,9 @@ def grade_predictions(rollouts: list[list[Prediction]], tasks: list[Task], image
     except KeyboardInterrupt:
         if reports:
             summary = summarize_reports(reports, [t.id for t in tasks], config.p)
-            write_json(out / "summary.json", {**summary, "interrupted": True}, indent=2)
+            write_json(out / "summary.json", {**summary, "interrupted": True, **_recorded(provenance)}, indent=2)
         raise
-    summary = summarize_reports(reports, [t.id for t in tasks], config.p)
+    summary = {**summarize_reports(reports, [t.id for t in tasks], config.p), **_recorded(provenance)}
     write_json(out / "summary.json", summary, indent=2)
     return summary
 
@@ -69,6 +71,10 @@ def _grade_all(rollouts: list[list[Prediction]], tasks: list[Task], by_id: dict[
         write_gso_layout(out, f"rollout_{index}", {p.instance_id: {"model_patch": p.model_patch,
                                                                    "model_name_or_path": p.model_name_or_path}
                                                    for p in predictions}, done[index], [t.id for t in tasks])
+
+
+def _recorded(provenance: dict[str, Any] | None) -> dict[str, Any]:
+    return {"provenance": provenance} if provenance is not None else {}
 
 
 def _stored(path: Path, pred: Prediction, config: GradeConfig) -> dict[str, Any] | None:
@@ -131,7 +137,9 @@ class Validation:
 
 
 def validate(tasks: list[Task], images: dict[str, TaskImages], config: GradeConfig, repeat: int, out: Path,
-             log: Log) -> list[Validation]:
+             log: Log, provenance: dict[str, Any] | None = None) -> list[Validation]:
+    """Grade each task's gold and empty patch `repeat` times; one report each, and summary.json (each task's
+    verdicts, with `provenance`) rewritten as each task finishes, so an interrupted validation keeps one."""
     results = []
     for task in tasks:
         result = Validation(task.id)
@@ -142,4 +150,7 @@ def validate(tasks: list[Task], images: dict[str, TaskImages], config: GradeConf
                 write_json(out / task.id / f"{kind}_{attempt}.json", report, indent=2)
                 bucket.append(report)
         results.append(result)
+        write_json(out / "summary.json", {"tasks": {r.task: {"gold_passes": r.gold_passes, "empty_fails": r.empty_fails,
+                                                             "flips": r.flips} for r in results},
+                                          "repeat": repeat, **_recorded(provenance)}, indent=2)
     return results

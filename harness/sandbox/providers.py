@@ -1,7 +1,8 @@
 """Sandbox providers, registered by name: what starts sandboxes from task images.
 
 A provider makes sure it can run (`ensure_ready`), builds or finds each task's image (`ensure_images`),
-starts sandboxes (`start`) and removes what a crashed run left behind (`cleanup`). Only the provider
+starts sandboxes (`start`), removes what a crashed run left behind (`cleanup`) and says which engine and
+images it used (`engine_version`, `image_id`). Only the provider
 knows its engine; callers see the interface of `harness.sandbox.interface` and its errors. Providers are
 imported on first use, so naming one costs nothing.
 """
@@ -37,6 +38,16 @@ class SandboxProvider(Protocol):
 
     def start(self, image: str, limits: SandboxLimits | None = None,
               labels: dict[str, str] | None = None) -> Sandbox: ...
+
+    def engine_version(self) -> str | None:
+        """The engine's own version (what the daemon reports, not the client's); None when it does not answer.
+        Recorded with every run (harness.provenance), so a result names the engine that produced it."""
+        ...
+
+    def image_id(self, name: str) -> str | None:
+        """The content id of the local image `name` (a tag can be rebuilt, the id cannot); None when the image
+        is absent or the engine does not answer."""
+        ...
 
     # Optional: `has_image(name) -> bool`, `export_image(name) -> bytes`, `import_image(data)` move an image
     # from one machine's engine to another's (the Ray executor's nodes).

@@ -56,6 +56,20 @@ class DockerProvider:
         with engine_errors():
             return ensure_images(docker_client(), list(tasks), BaseImageSpec(base=base_image), progress, base_map)
 
+    # Provenance (harness.provenance): best-effort, so a daemon restarting while a report is written costs
+    # the report a null, never the report itself.
+    def engine_version(self) -> str | None:
+        try:
+            return str(docker_client().version()["Version"])  # /version: the daemon's, not docker-py's
+        except (*ENGINE_ERRORS, KeyError):
+            return None
+
+    def image_id(self, name: str) -> str | None:
+        try:
+            return docker_client().images.get(name).id
+        except ENGINE_ERRORS:  # ImageNotFound is a DockerException
+            return None
+
     # Moving images between engines (runner.executors.ray: a node that lacks a task image gets it from the
     # driver's engine, `docker save` there and `docker load` here).
     def has_image(self, name: str) -> bool:
