@@ -6,7 +6,8 @@ STAMP  := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 TASKS  ?= suite
 
 GSOBENCH := $(VENV)/gsobench
-.PHONY: venv docker images gsobench test demo bench cleanup
+SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+.PHONY: venv docker images gsobench browser test demo bench cleanup
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
@@ -30,14 +31,19 @@ docker:
 images: venv docker
 	$(PY) -m harness build --tasks $(TASKS)
 
-test: images gsobench
+# Headless Chromium for the page tests (Debian's package; Playwright drives it, never downloads one).
+browser:
+	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+test: images gsobench browser
 	$(PY) -m pytest -q
 
 # The offline main job end to end: the oracle model, 2 rollouts per smoke task, graded; prints the report path.
 demo: images
 	$(PY) -m runner tasks=smoke rollouts=2
 
-bench: images
+bench: images browser
 	$(PY) -m tests.bench
 	$(PY) -m tests.bench.scaffolds
 	$(PY) -m tests.bench.sidebyside
@@ -46,6 +52,7 @@ bench: images
 	$(PY) -m tests.bench.sessions
 	$(PY) -m tests.bench.hacks
 	$(PY) -m tests.bench.soak
+	$(PY) -m tests.bench.pages
 
 cleanup: venv docker
 	$(PY) -m harness cleanup

@@ -210,10 +210,13 @@ def main(argv: list[str] | None = None) -> int:
         result["plots"] = write_plots(result, runs, out)
         write_json(out / "aggregate.json", result)
         write_text(out / "aggregate.md", render_markdown(result))
+        from runner.pages import write_aggregate_page
+
+        write_aggregate_page(out, result)
     except (ValueError, SandboxError) as err:  # ConfigError, bad numbers, no sandbox for truncation: one line
         print(f"error: {err}", file=sys.stderr)
         return 2
-    print(f"aggregate: {out / 'aggregate.md'}")
+    print(f"aggregate: {out / 'aggregate.md'} (and aggregate.html)")
     return 0
 
 

@@ -46,11 +46,11 @@ def regrade(run_dir: Path, force: bool = False, rounds: int | None = None, mode:
             records.append(graded(store, record, report))
     except KeyboardInterrupt:
         # Each new grading report is on disk already (the next run reuses it); results.jsonl stays as it was.
-        write_reports(store, conf, list(tasks))
+        write_reports(store, conf, list(tasks), images, sandboxes)
         raise
     order = {r.key: n for n, r in enumerate(finished)}
     store.rewrite_results(sorted(records, key=lambda r: order[r.key]))
-    write_reports(store, conf, list(tasks))
+    write_reports(store, conf, list(tasks), images, sandboxes)
     return store.report_md
 
 

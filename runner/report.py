@@ -21,6 +21,7 @@ from harness.sandbox.interface import TaskImages
 from harness.sandbox.providers import SandboxProvider, provider
 from runner import judging, provenance
 from runner.config import RunConf
+from runner.pages import write_run_pages
 from runner.records import ResultRecord, RunSummary
 from runner.store import RunStore
 
@@ -197,6 +198,7 @@ def write_reports(store: RunStore, conf: RunConf, task_ids: list[str], images: d
     store.write_predictions(records, conf.model.name, conf.rollouts)
     if conf.grade != "none":
         store.write_gso_reports(records, conf.model.name, task_ids)
+    write_run_pages(store.root)  # report.html and a page per rollout's trajectory
     return report
 
 

@@ -170,6 +170,9 @@ def test_oracle_solves_every_task_and_costs_what_its_tokens_cost(tasks_dir: Path
         rows = [json.loads(x) for x in (path / "predictions" / f"rollout_{index}.jsonl").read_text().splitlines()]
         assert {r["instance_id"] for r in rows} == {"alpha", "beta"} and all(r["model_patch"] for r in rows)
     assert "| alpha | 0 | submitted |" in (path / "report.md").read_text()
+    pages = sorted(p.relative_to(path / "pages").as_posix() for p in (path / "pages").rglob("*.html"))
+    assert (path / "report.html").exists() and pages == sorted(f"{r['instance_id']}/{r['rollout']}.html"
+                                                                for r in records)
     assert not containers_of(done.pid)
 
 
