@@ -198,7 +198,13 @@ def write_reports(store: RunStore, conf: RunConf, task_ids: list[str], images: d
     store.write_predictions(records, conf.model.name, conf.rollouts)
     if conf.grade != "none":
         store.write_gso_reports(records, conf.model.name, task_ids)
-    write_run_pages(store.root)  # report.html and a page per rollout's trajectory
+    try:
+        write_run_pages(store.root)  # report.html and a page per rollout's trajectory
+    except OSError:
+        raise  # a full disk or a read-only directory: the command's own one line
+    except Exception as err:  # noqa: BLE001 - the pages show the reports; a record they cannot show loses nothing
+        print(f"warning: the HTML pages were not written ({type(err).__name__}: {err}); "
+              f"python -m runner.view {store.root} tries again", file=sys.stderr)
     return report
 
 

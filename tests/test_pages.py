@@ -159,3 +159,17 @@ def test_the_aggregate_page_embeds_its_plots_and_links_each_run(run: Path, page:
     page.click("#runs a")
     assert page.url == (run / "report.html").resolve().as_uri()
     assert page.locator("#rollouts tbody tr").count() == len((run / "results.jsonl").read_text().splitlines())
+
+
+def test_a_running_run_shows_its_finished_rollouts_ungraded(tmp_path: Path, page: Any) -> None:
+    run = tmp_path / "running"
+    shutil.copytree(FIXTURE, run)
+    for name in ("report.md", "report.json", "results.jsonl"):  # as before its first graded record
+        (run / name).unlink()
+    shutil.rmtree(run / "rollouts" / "spanindex")  # and before these finished
+    write_run_pages(run)
+    page.goto((run / "report.html").as_uri())
+    assert "No report yet" in page.inner_text("body")
+    assert sorted(shown(page)) == ["imgblur #0", "imgblur #1", "rollstats #0", "rollstats #1"]
+    assert set(page.eval_on_selector_all("#rollouts tbody tr", "rows => rows.map(r => r.cells[5].textContent)")) == \
+        {"ungraded"}
