@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from harness.atomic import write_text
 from runner.pages.render import data_uri, markdown, render, sections
@@ -23,7 +24,7 @@ def write_aggregate_page(out: Path, result: dict[str, Any]) -> Path:
         page = run / "report.html"
         if not page.exists():
             write_run_pages(run)
-        links.append((system["system"], os.path.relpath(page, out)))
+        links.append((system["system"], quote(os.path.relpath(page, out))))
     body = [(title, markdown(text)) for title, text in parts[1:] if title != "Plots"]
     page = render("aggregate.html.j2", head=markdown(parts[0][1]), sections=body, plots=plots, links=links)
     target = out / "aggregate.html"

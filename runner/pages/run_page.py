@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from harness.atomic import read_json, write_text
 from runner.pages.render import FOLD, markdown, render, sections
@@ -36,8 +37,14 @@ class Row:
     flags: str  # the grader's hack reasons, if any
 
     @property
-    def href(self) -> str:
+    def path(self) -> str:
+        """Where its trajectory page is, relative to the run directory."""
         return f"{PAGES}/{self.task}/{self.rollout}.html"
+
+    @property
+    def href(self) -> str:
+        """The same as a link (a task id may hold characters a URL reserves)."""
+        return f"{PAGES}/{quote(self.task)}/{self.rollout}.html"
 
 
 def _index(value: str) -> int:
@@ -100,7 +107,7 @@ def write_run_pages(run_dir: Path) -> Path:
         page = render("trajectory.html.j2", v=view, run_name=name, run_link="../../report.html", fold_chars=FOLD,
                       prev=neighbour(rows[n - 1]) if n > 0 else None,
                       next=neighbour(rows[n + 1]) if n + 1 < len(rows) else None)
-        write_text(run_dir / row.href, page)
+        write_text(run_dir / row.path, page)
     report_md = run_dir / "report.md"
     parts = sections(report_md.read_text()) if report_md.exists() else []
     head = markdown(parts[0][1]) if parts else ""
