@@ -10,6 +10,7 @@
     gso/logs/run_evaluation/...       the gradings in GSO's log layout (its report.json files, run reports)
     judging/<judge>/<task>/<i>.json   a judge's judgement of a rollout (calls, votes, labels; runner.judging)
     report.json, report.md            the summary (with the provenance of the process that wrote them)
+    report.html, pages/<task>/<i>.html  the same as a page, and each rollout's trajectory page (runner.pages)
     truncated/steps_<S>/              gradings of the rollouts cut to S steps (runner.aggregate)
 
 Records go in and come out typed (runner.records). Every file is written atomically (temp file +

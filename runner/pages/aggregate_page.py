@@ -23,7 +23,10 @@ def write_aggregate_page(out: Path, result: dict[str, Any]) -> Path:
             continue  # a truncated variant has no run directory of its own
         page = run / "report.html"
         if not page.exists():
-            write_run_pages(run)
+            try:
+                write_run_pages(run)
+            except OSError:
+                continue  # a run folder that cannot be written (read-only, full): no link, the rest stands
         links.append((system["system"], quote(os.path.relpath(page, out))))
     body = [(title, markdown(text)) for title, text in parts[1:] if title != "Plots"]
     page = render("aggregate.html.j2", head=markdown(parts[0][1]), sections=body, plots=plots, links=links)
