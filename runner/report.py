@@ -14,7 +14,6 @@ from typing import Any
 
 from harness import signals
 from harness.atomic import check_writable, write_problem
-
 from harness.metrics import opt_at_k
 from harness.metrics.summary import summarize
 from harness.sandbox.interface import TaskImages

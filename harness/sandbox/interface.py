@@ -16,8 +16,8 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from dataclasses import dataclass, field, replace
 from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
 TESTBED = "/testbed"
