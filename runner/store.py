@@ -106,6 +106,12 @@ class RunStore:
         data = read_json(self._rollout_path(task_id, index))
         return RolloutRecord.from_dict(data) if isinstance(data, dict) else None
 
+    def finished(self) -> list[RolloutRecord]:
+        """Every rollout finished on disk, by task and index; results.jsonl holds only the recorded ones (a
+        running run's rollouts are finished before they are recorded)."""
+        keys = sorted((p.parent.name, int(p.stem)) for p in self.root.glob("rollouts/*/*.json") if p.stem.isdigit())
+        return [record for key in keys if (record := self.rollout(*key)) is not None]
+
     def save_rollout(self, record: RolloutRecord, trajectory: dict[str, Any] | None) -> None:
         if trajectory is not None:  # the trajectory first: a rollout file always has its trajectory
             write_json(self.root / self.trajectory_ref(record.instance_id, record.rollout), trajectory)
