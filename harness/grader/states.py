@@ -83,11 +83,16 @@ def reason_of(err: StepFailed, who: str) -> str:
     return f"{who}: {err.step} failed\n{tail}"
 
 
+def patch_sections(patch: str) -> list[str]:
+    """A unified git diff cut before each `diff --git` line: one section per file (and any text before the
+    first, as the first section)."""
+    return [section for section in re.split(r"(?m)^(?=diff --git )", patch) if section]
+
+
 def filter_patch(patch: str, extra: tuple[str, ...] = ()) -> str:
     """Drop the per-file sections of a unified git diff that touch excluded paths (and `extra` globs)."""
-    sections = re.split(r"(?m)^(?=diff --git )", patch)
     kept = []
-    for section in sections:
+    for section in patch_sections(patch):
         match = re.match(r"diff --git a/(\S+) b/(\S+)", section)
         if match and any(is_excluded(path, extra) for path in match.groups()):
             continue

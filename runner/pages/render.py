@@ -1,5 +1,5 @@
 """What every page shares: the Jinja environment (templates and the inline style and script), number
-formats, coloured diffs, report markdown as HTML, and images as data URIs.
+formats, report markdown as HTML, and images as data URIs (page.js colours the diffs).
 
 Pages are static files that open from disk with no server and no network, so styles, scripts and plots
 are inlined; only links to other pages of the same run are relative paths.
@@ -7,9 +7,7 @@ are inlined; only links to other pages of the same run are relative paths.
 from __future__ import annotations
 
 import base64
-import html
 import math
-import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -19,7 +17,6 @@ from markdown_it import MarkdownIt
 
 HERE = Path(__file__).parent
 FOLD = 1500  # characters: longer messages and observations start folded
-_LOCK = threading.Lock()  # templates compile one thread at a time (see harness.grader.judge.judge)
 
 
 @lru_cache(maxsize=1)
@@ -33,9 +30,7 @@ def environment() -> jinja2.Environment:
 
 
 def render(template: str, **context: Any) -> str:
-    with _LOCK:
-        compiled = environment().get_template(template)
-    return compiled.render(**context)
+    return environment().get_template(template).render(**context)
 
 
 def num(value: Any, digits: int = 3) -> str:
@@ -62,9 +57,7 @@ def _markdown() -> MarkdownIt:
 
 def markdown(text: str) -> str:
     """report.md / aggregate.md as HTML; every table sortable (page.js)."""
-    with _LOCK:  # markdown-it's parser state is not shared safely between threads
-        out = _markdown().render(text)
-    return out.replace("<table>", '<table class="sortable">')
+    return _markdown().render(text).replace("<table>", '<table class="sortable">')
 
 
 def sections(text: str) -> list[tuple[str, str]]:
@@ -81,7 +74,3 @@ def sections(text: str) -> list[tuple[str, str]]:
 def data_uri(path: Path) -> str:
     kind = {"png": "image/png", "svg": "image/svg+xml", "jpg": "image/jpeg"}.get(path.suffix.lstrip("."), "image/png")
     return f"data:{kind};base64,{base64.b64encode(path.read_bytes()).decode()}"
-
-
-def escape(text: str) -> str:
-    return html.escape(text, quote=True)

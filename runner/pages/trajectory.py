@@ -12,16 +12,21 @@ from typing import Any
 
 import numpy as np
 
+from harness.grader.states import patch_sections
+
 
 
 
 @dataclass
 class ObservationView:
-    text: str
-    shown_chars: int
-    full_chars: int
+    text: str  # what the model was shown
+    full_chars: int  # the output's size before it was cut
     exit_code: int | None
     duration_s: float
+
+    @property
+    def shown_chars(self) -> int:
+        return len(self.text)
 
     @property
     def truncated(self) -> bool:
@@ -114,18 +119,8 @@ def _reply_text(message: dict[str, Any]) -> str:
 
 
 def file_chunks(patch: str) -> dict[str, str]:
-    """A unified diff split per file (`diff --git a/X b/X` sections), keyed by the header line."""
-    chunks: dict[str, str] = {}
-    header, lines = "", []
-    for line in patch.splitlines(keepends=True):
-        if line.startswith("diff --git "):
-            if header or lines:
-                chunks[header] = "".join(lines)
-            header, lines = line.strip(), []
-        lines.append(line)
-    if header or lines:
-        chunks[header] = "".join(lines)
-    return chunks
+    """A unified diff per file, keyed by its `diff --git a/X b/X` line ('' for text before the first)."""
+    return {(s.splitlines()[0].strip() if s.startswith("diff --git ") else ""): s for s in patch_sections(patch)}
 
 
 def _file_name(header: str) -> str:
@@ -156,7 +151,7 @@ def steps_view(trajectory: dict[str, Any]) -> tuple[list[dict[str, str]], list[S
             seconds=(ended - started) if started is not None and ended is not None else None,
             call=step.get("call"), message=_reply_text(reply), reasoning=reasoning_of(reply),
             actions=[action_text(a) for a in step.get("actions") or []],
-            observations=[ObservationView(text=o.get("text", ""), shown_chars=len(o.get("text", "")),
+            observations=[ObservationView(text=o.get("text", ""),
                                           full_chars=int(o.get("full_chars", len(o.get("text", "")))),
                                           exit_code=o.get("exit_code"), duration_s=float(o.get("duration_s", 0.0)))
                           for o in step.get("observations") or []],
