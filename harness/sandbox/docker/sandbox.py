@@ -47,6 +47,18 @@ def engine_errors() -> Iterator[None]:
         raise SandboxError(f"docker: {_first_line(err)}") from None
 
 
+def _archive(members: Mapping[str, str | bytes]) -> bytes:
+    """A tar of regular files (name -> contents, mode 644), as put_archive takes them."""
+    buf, now = io.BytesIO(), int(time.time())
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, contents in members.items():
+            data = contents.encode() if isinstance(contents, str) else contents
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), 0o644, now
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
 def _first_line(err: BaseException) -> str:
     text = str(err).strip()
     return (text.splitlines()[0] if text else type(err).__name__)[:300]
@@ -189,22 +201,20 @@ class DockerSandbox:
             assert extracted is not None
             return extracted.read()
 
+    def _target(self, path: str) -> PurePosixPath:
+        return PurePosixPath(path if path.startswith("/") else f"{self.workdir}/{path}")
+
     def write_file(self, path: str, contents: str | bytes) -> None:
-        data = contents.encode() if isinstance(contents, str) else contents
-        target = PurePosixPath(path if path.startswith("/") else f"{self.workdir}/{path}")
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            info = tarfile.TarInfo(target.name)
-            info.size, info.mode, info.mtime = len(data), 0o644, int(time.time())
-            tar.addfile(info, io.BytesIO(data))
+        target = self._target(path)
+        archive = _archive({target.name: contents})
         try:
-            self.container.put_archive(str(target.parent), buf.getvalue())
+            self.container.put_archive(str(target.parent), archive)
         except docker.errors.NotFound:
             made = self.exec(f"mkdir -p '{target.parent}'", timeout=30)
             if made.exit_code != 0:  # a file where a directory should be: the caller's mistake, not the engine's
                 raise NotADirectoryError(errno.ENOTDIR, made.output.strip() or "Not a directory", path) from None
             with engine_errors():
-                self.container.put_archive(str(target.parent), buf.getvalue())
+                self.container.put_archive(str(target.parent), archive)
         except docker.errors.APIError as err:
             if "not a directory" in str(err).lower():
                 raise NotADirectoryError(errno.ENOTDIR, "Not a directory", path) from None
@@ -214,17 +224,9 @@ class DockerSandbox:
 
     def write_files(self, files: Mapping[str, str | bytes]) -> None:
         """Several files in one transfer (one archive, unpacked at /); missing parent directories are created."""
-        buf = io.BytesIO()
-        now = int(time.time())
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            for path, contents in files.items():
-                data = contents.encode() if isinstance(contents, str) else contents
-                target = PurePosixPath(path if path.startswith("/") else f"{self.workdir}/{path}")
-                info = tarfile.TarInfo(str(target).lstrip("/"))
-                info.size, info.mode, info.mtime = len(data), 0o644, now
-                tar.addfile(info, io.BytesIO(data))
+        archive = _archive({str(self._target(path)).lstrip("/"): contents for path, contents in files.items()})
         with engine_errors():
-            self.container.put_archive("/", buf.getvalue())
+            self.container.put_archive("/", archive)
 
     # -- patch
 
