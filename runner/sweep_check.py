@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from hydra.core.config_loader import ConfigLoader
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
@@ -17,12 +18,11 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 
-def job_overrides(config: DictConfig) -> list[list[str]]:
+def job_overrides(config: DictConfig, loader: ConfigLoader) -> list[list[str]]:
     """Each job's overrides, in the order the basic sweeper launches them."""
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 
     params = [f"{k}={v}" for k, v in (config.hydra.sweeper.get("params") or {}).items()]
-    loader = GlobalHydra.instance().config_loader()
     parsed = OverridesParser.create(config_loader=loader).parse_overrides(params + list(config.hydra.overrides.task))
     return [list(job) for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
 
@@ -33,7 +33,7 @@ def refusals(config: DictConfig) -> list[str]:
 
     loader = GlobalHydra.instance().config_loader()
     out = []
-    for num, overrides in enumerate(job_overrides(config)):
+    for num, overrides in enumerate(job_overrides(config, loader)):
         try:
             validate(loader.load_sweep_config(config, overrides))
         except ConfigError as err:

@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 import webbrowser
 from pathlib import Path
 
-from harness.atomic import check_writable
+from runner.config import ConfigError
+
+
+def write_pages(run_dir: Path, show: bool) -> Path:
+    from runner.pages import write_run_pages
+    from runner.store import RunStore
+
+    RunStore(run_dir).load_config()  # refuses a folder that is not a run (ConfigError)
+    page = write_run_pages(run_dir)
+    if show:
+        webbrowser.open(page.resolve().as_uri())
+    return page
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -16,21 +26,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--open", action="store_true", help="open report.html in the default browser")
     args = parser.parse_args(argv)
-    run_dir: Path = args.run_dir
-    if not (run_dir / "config.yaml").is_file():
-        print(f"error: {run_dir} is not a run directory (no config.yaml)", file=sys.stderr)
-        return 2
-    if (problem := check_writable(run_dir, "a writable copy of the run directory")) is not None:
-        print(f"error: {problem}", file=sys.stderr)
-        return 2
-    from runner.pages import write_run_pages
+    from runner.report import report_command
 
-    started = time.perf_counter()
-    page = write_run_pages(run_dir)
-    print(f"pages: {page} ({time.perf_counter() - started:.1f} s)")
-    if args.open:
-        webbrowser.open(page.resolve().as_uri())
-    return 0
+    return report_command(lambda: write_pages(args.run_dir, args.open), (ConfigError,), "the pages written",
+                          args.run_dir)
 
 
 if __name__ == "__main__":
