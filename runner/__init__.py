@@ -8,4 +8,12 @@ grading.py   a run's gradings                  grade.py     `python -m runner.gr
 report.py    report.json / report.md           progress.py  the live display
 study.py     runs loaded for comparison        aggregate.py `python -m runner.aggregate`
 plots.py     the study plots                   truncate.py  post-hoc step truncation
+cli.py       the `optrunner` command: one entry point over all of the above
 """
+from pathlib import Path
+
+__version__ = "0.2.0"  # the package's one version string (pyproject.toml reads it from here)
+
+# Hydra's configs: conf/ at the top of a checkout; inside the package (runner/conf) once installed (setup.py).
+_INSTALLED_CONF = Path(__file__).resolve().parent / "conf"
+CONF_DIR = _INSTALLED_CONF if _INSTALLED_CONF.is_dir() else Path(__file__).resolve().parent.parent / "conf"

@@ -17,17 +17,16 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from runner import CONF_DIR
 from runner.config import register_schemas
 from runner.plan import slug
 
 OmegaConf.register_new_resolver("tasks_slug", lambda selector, ids=None: slug(str(selector), list(ids or [])),
                                 replace=True)
 register_schemas()
-CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
-# Hydra creates the run directory before the job starts; whether the output root existed is known only now.
-_ROOT_ARGS = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("output_root=")]
-OUTPUT_ROOT = Path(_ROOT_ARGS[-1] if _ROOT_ARGS else "outputs")
-ROOT_EXISTED = OUTPUT_ROOT.exists()
+# Hydra creates the run directory before the job starts; whether the output root existed is known only
+# before Hydra runs (cli() sets it from the command line).
+ROOT_EXISTED = True
 
 
 STOP_CODES = (129, 130, 143)  # SIGHUP, Ctrl-C, SIGTERM
@@ -103,7 +102,7 @@ def _run_job(cfg: DictConfig, run_dir: Path) -> int:
         return _fail(str(err))
 
 
-@hydra.main(version_base=None, config_path=CONF_DIR, config_name="config")
+@hydra.main(version_base=None, config_path=str(CONF_DIR), config_name="config")
 def main(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
@@ -124,13 +123,33 @@ def main(cfg: DictConfig) -> None:
         FAILED_JOBS.append(code)
 
 
-if __name__ == "__main__":
+def cli(argv: list[str] | None = None, prog: str = "python -m runner") -> int:
+    """The runner's command line (`python -m runner ...`, `optrunner run ...`): Hydra overrides in `argv`
+    (default: sys.argv[1:]); returns the exit code."""
+    global ROOT_EXISTED
     from harness.atomic import check_writable
 
+    args = list(sys.argv[1:] if argv is None else argv)
+    roots = [a.split("=", 1)[1] for a in args if a.startswith("output_root=")]
+    output_root = Path(roots[-1] if roots else "outputs")
+    ROOT_EXISTED = output_root.exists()
     # Hydra creates the run directory before the job starts: a read-only or full location must be one line.
-    if (problem := check_writable(OUTPUT_ROOT)) is not None:
-        sys.exit(_fail(problem))
-    main()
+    if (problem := check_writable(output_root)) is not None:
+        return _fail(problem)
+    FAILED_JOBS.clear()
+    saved = sys.argv
+    sys.argv = [prog, *args]  # Hydra reads its arguments from sys.argv
+    try:
+        main()
+    except SystemExit as stop:
+        return stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    finally:
+        sys.argv = saved
     if FAILED_JOBS:
         print(f"error: {len(FAILED_JOBS)} job(s) of the sweep failed (above); the others finished", file=sys.stderr)
-        sys.exit(FAILED_JOBS[0])
+        return FAILED_JOBS[0]
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli())

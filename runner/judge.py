@@ -8,9 +8,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from runner import CONF_DIR
 from runner.config import ConfigError
 
-CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 
 
 def judge_config(overrides: list[str]):  # -> JudgeConfig
