@@ -7,13 +7,13 @@ TASKS  ?= suite
 
 GSOBENCH := $(VENV)/gsobench
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-.PHONY: venv docker images gsobench browser test demo bench cleanup
+.PHONY: venv docker images gsobench browser test unit lint docs wheel-check demo bench cleanup
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,ray]'
+	$(PY) -m pip install -q -e '.[test,ray,docs,lint]'
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 venv: $(STAMP)
@@ -38,6 +38,21 @@ browser:
 
 test: images gsobench browser
 	$(PY) -m pytest -q
+
+# The tests that need no Docker engine (under a minute): config refusals, metrics, parsers, the CLI.
+unit: venv
+	$(PY) -m pytest -q -m "not docker"
+
+lint: venv
+	$(PY) -m ruff check .
+
+docs: venv
+	$(VENV)/bin/mkdocs build --strict -q -d site
+
+# The package as a user gets it: the wheel in a fresh venv, used from outside the checkout, runs the offline
+# oracle on one smoke task (Opt@1 1.000). Needs the engine and images (make images).
+wheel-check: images
+	$(PY) tests/wheel_check.py
 
 # The offline main job end to end: the oracle model, 2 rollouts per smoke task, graded; prints the report path.
 demo: images

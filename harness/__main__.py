@@ -1,4 +1,6 @@
-"""`python -m harness`: list tasks, build their images, clean up containers.
+"""The harness commands: list tasks, build images, validate tasks, grade predictions, clean up, set up Docker.
+
+`python -m harness X`, and `optrunner tasks|build|validate|cleanup|setup` and `optrunner grade --predictions`.
 
 Every expected failure (bad task, bad selector, no Docker, failed build) ends with one line on
 stderr and a non-zero exit; tracebacks are for bugs only.
@@ -18,6 +20,7 @@ from rich.table import Table
 
 from harness import signals
 from harness.atomic import write_problem
+from harness.grader.config import add_grading_arguments, grading_changes
 from harness.grader.predictions import PredictionsError
 from harness.sandbox.interface import DEFAULT_BASE_IMAGE as BASE_IMAGE
 from harness.sandbox.interface import ImageBuildError, SandboxError, TaskImages
@@ -36,7 +39,7 @@ def _tasks_arg(parser: argparse.ArgumentParser, default: str = "suite") -> None:
                         help="suite source: 'suite', 'smoke', comma-separated task ids, or a path to a folder of "
                              f"tasks (default: {default}); gso source: the hub id or a local file or folder of "
                              "rows (default: gso-bench/gso)")
-    parser.add_argument("--source", choices=sorted(SOURCES), default="suite", help="the task source (default suite)")
+    parser.add_argument("--source", choices=sorted(SOURCES), default=None, help="the task source (default suite)")
     gso = parser.add_argument_group("gso source")
     gso.add_argument("--split", default="test", help="the dataset's split (default test)")
     gso.add_argument("--repo-mirror", default=None, help="a folder of bare repositories owner__name.git (offline)")
@@ -47,8 +50,9 @@ def _tasks_arg(parser: argparse.ArgumentParser, default: str = "suite") -> None:
 
 def _select(args: argparse.Namespace) -> list[Task]:
     """The tasks the arguments name (a source's options go to the source that takes them)."""
-    selector = args.tasks if args.tasks is not None else ("suite" if args.source == "suite" else "")
-    return select_tasks(selector, args.source, split=args.split, repo_mirror=args.repo_mirror, image=args.image,
+    source = args.source or "suite"
+    selector = args.tasks if args.tasks is not None else ("suite" if source == "suite" else "")
+    return select_tasks(selector, source, split=args.split, repo_mirror=args.repo_mirror, image=args.image,
                         network=args.network)
 
 
@@ -95,15 +99,7 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
 
 
 def _grading_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--rounds", type=int, default=7, help="timing rounds after the warm-up (default 7)")
-    parser.add_argument("--mode", choices=("interleaved", "gso"), default="interleaved",
-                        help="interleaved rounds on a pinned CPU (default), or GSO's sequential blocks")
-    parser.add_argument("--stat", choices=("auto", "paired", "mean", "median"), default="auto",
-                        help="per-test speedups from rounds: paired ratios (auto when interleaved) or ratios of "
-                             "each state's mean (auto in gso mode) or median")
-    parser.add_argument("--p", type=float, default=0.95, help="Opt_p threshold on hm speedup over the expert")
-    parser.add_argument("--gso-version", choices=("paper", "leaderboard"), default="paper",
-                        help="GSO's opt_base threshold: round(gm speedup, 1) >= 1.2 (paper) or >= 1.1 (leaderboard)")
+    add_grading_arguments(parser)
     parser.add_argument("--out", type=Path, default=None, help="output directory (default outputs/<command>-<time>)")
 
 
@@ -113,13 +109,13 @@ def _grading_setup(args: argparse.Namespace, tasks: list[Task],
     from harness import provenance
     from harness.grader.config import GradeConfig
     try:
-        config = GradeConfig(rounds=args.rounds, mode=args.mode, stat=args.stat, p=args.p,
-                             gso_version=args.gso_version)
+        config = GradeConfig(**grading_changes(args))
     except ValueError as err:
         raise TaskError(f"bad grading option: {err}") from None
     sandboxes = _sandboxes()
     images = sandboxes.ensure_images(tasks, BASE_IMAGE, progress=_build_log)
-    out = args.out or Path("outputs") / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}"
+    run_id = getattr(args, "run_id", None) or time.strftime("%Y%m%d-%H%M%S")
+    out = args.out or Path("outputs") / f"{command}-{run_id}"
     return config, images, out, provenance.collect(sandboxes, images, config)
 
 
@@ -166,20 +162,29 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_grade(args: argparse.Namespace) -> int:
     from harness.grader.batch import grade_predictions
-    from harness.grader.predictions import load_predictions, natural_sort_key
+    from harness.grader.predictions import load_predictions, natural_sort_key, rollout_numbers
+    if args.dataset_name is not None:  # GSO's and SWE-bench's name for the dataset: a GSO source
+        if args.tasks is not None:
+            raise TaskError("--dataset_name and --tasks name the same thing: give one of them")
+        args.tasks, args.source = args.dataset_name, args.source or "gso"
     tasks = _select(args)
     if not tasks:
         raise TaskError(f"--tasks {args.tasks}: matches no tasks")
     known = {t.id for t in tasks}
     files = sorted(args.predictions, key=lambda p: natural_sort_key(str(p))) if args.gso_compat else args.predictions
+    numbers = rollout_numbers(files)
+    if len(files) > 1:
+        console.print("rollouts: " + ", ".join(f"{n} <- {f}" for n, f in sorted(zip(numbers, map(str, files)))))
     warn = lambda m: console.print(f"[yellow]warning:[/] {m}")  # noqa: E731
-    # rollout i is file i; every file is checked before anything is graded
-    rollouts = [load_predictions(path, known, args.gso_compat, warn) for path in files]
+    # every file is checked before anything is graded; the rollouts are graded in their numbers' order
+    ordered = sorted(zip(numbers, files))
+    rollouts = [load_predictions(path, known, args.gso_compat, warn) for _, path in ordered]
     wanted = sorted({p.instance_id for preds in rollouts for p in preds})
     graded_tasks = [t for t in tasks if t.id in wanted] if args.only_predicted else tasks
     config, images, out, provenance = _grading_setup(args, [t for t in tasks if t.id in wanted], "grade")
     summary = grade_predictions(rollouts, graded_tasks, images, config, out,
-                                log=lambda m: console.print(f"[dim]{m}"), provenance=provenance)
+                                log=lambda m: console.print(f"[dim]{m}"), provenance=provenance,
+                                numbers=[n for n, _ in ordered])
     k = str(summary["rollouts"])
     line = f"Opt@1 {summary['opt_at_k']['1']:.3f}"
     if k != "1":
@@ -188,44 +193,77 @@ def cmd_grade(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("tasks", help="list tasks")
-    _tasks_arg(p)
-    p.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
-    p.set_defaults(func=cmd_tasks)
-    p = sub.add_parser("build", help="build (or reuse) the base image and the task images")
-    _tasks_arg(p)
-    p.add_argument("--base-image", default=BASE_IMAGE,
-                   help="registry tag for the base image; debootstrap is used when it cannot be pulled")
-    p.set_defaults(func=cmd_build)
-    p = sub.add_parser("validate", help="grade each task's expert patch (must be opt_commit) and the empty patch")
-    _tasks_arg(p)
-    _grading_args(p)
-    p.add_argument("--repeat", type=int, default=1, help="grade everything N times and count verdict flips")
-    p.set_defaults(func=cmd_validate)
-    p = sub.add_parser("grade", help="grade GSO predictions files (one file per rollout)")
-    _tasks_arg(p)
-    _grading_args(p)
-    p.add_argument("--predictions", type=Path, nargs="+", required=True,
-                   help="JSONL (GSO's output.gso.jsonl), a JSON list, or a JSON object keyed by instance id, of "
-                        "{instance_id, model_patch, model_name_or_path}; one file per rollout")
-    p.add_argument("--gso-compat", action="store_true",
-                   help="GSO's leniency: drop predictions for unknown ids (warning), the last duplicate wins, and "
-                        "rollout files in natural order (run_2 before run_10), as GSO's Opt@K takes them")
-    p.add_argument("--only-predicted", action="store_true",
-                   help="summarize over the predicted tasks only (default: every selected task; missing = failed)")
-    p.set_defaults(func=cmd_grade)
-    p = sub.add_parser("cleanup", help="remove containers left behind by crashed or killed runs")
-    p.add_argument("--all", action="store_true", help="remove every container labelled 'optrunner', "
-                   "also those of runs still going")
-    p.set_defaults(func=cmd_cleanup)
+def predictions_args(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    """`grade`'s predictions options, with GSO's and SWE-bench's flag names as aliases."""
+    parser.add_argument("--predictions", "--predictions_path", type=Path, nargs="+", required=required,
+                        help="JSONL (GSO's output.gso.jsonl), a JSON list, or a JSON object keyed by instance id, of "
+                             "{instance_id, model_patch, model_name_or_path}; one file per rollout (a file named "
+                             "rollout_<N> is rollout N; others are numbered in the order given)")
+    parser.add_argument("--dataset_name", default=None,
+                        help="GSO's dataset (hub id, or a local file or folder of rows): the same as --source gso "
+                             "--tasks NAME")
+    parser.add_argument("--run_id", default=None, help="names the output directory: outputs/grade-<run_id>")
+    parser.add_argument("--gso-compat", action="store_true",
+                        help="GSO's leniency: drop predictions for unknown ids (warning), the last duplicate wins, and "
+                             "files without a rollout_<N> name in natural order (run_2 before run_10)")
+    parser.add_argument("--only-predicted", action="store_true",
+                        help="summarize over the predicted tasks only (default: every selected task; missing = failed)")
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    """The one command (besides `make`) that installs or starts anything: the sandbox engine and the tools its
+    images need, then the images of `--tasks` (unless --no-images)."""
+    sandboxes = provider("docker")
+    sandboxes.setup(progress=lambda m: console.print(f"[dim]setup[/] {escape(m)}"))
+    if args.no_images:
+        return 0
+    return cmd_build(args)
+
+
+COMMANDS = ("tasks", "build", "validate", "grade", "cleanup", "setup")
+
+
+def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]",
+                 names: tuple[str, ...] = COMMANDS) -> None:
+    """This module's subcommands (`python -m harness X`, and `optrunner X` for those `names`)."""
+    helps = {"tasks": "list tasks", "build": "build (or reuse) the base image and the task images",
+             "validate": "grade each task's expert patch (must be opt_commit) and the empty patch",
+             "grade": "grade GSO predictions files (one file per rollout)",
+             "cleanup": "remove containers left behind by crashed or killed runs",
+             "setup": "install and start the Docker engine (Debian, as root) and build the task images"}
+    for name in names:
+        p = sub.add_parser(name, help=helps[name], description=helps[name][0].upper() + helps[name][1:] + ".")
+        if name in ("tasks", "build", "validate", "grade"):
+            _tasks_arg(p)
+        if name in ("build", "setup"):
+            if name == "setup":
+                p.add_argument("--tasks", default="smoke", help="the tasks whose images to build (default smoke)")
+                p.add_argument("--no-images", action="store_true", help="only the engine and its tools")
+                p.set_defaults(source=None, split="test", repo_mirror=None, image="auto", network="none")
+            p.add_argument("--base-image", default=BASE_IMAGE,
+                           help="registry tag for the base image; debootstrap is used when it cannot be pulled")
+        if name in ("validate", "grade"):
+            _grading_args(p)
+        if name == "tasks":
+            p.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
+        if name == "validate":
+            p.add_argument("--repeat", type=int, default=1, help="grade everything N times and count verdict flips")
+        if name == "grade":
+            predictions_args(p)
+        if name == "cleanup":
+            p.add_argument("--all", action="store_true", help="remove every container labelled 'optrunner', "
+                           "also those of runs still going")
+        p.set_defaults(func=globals()[f"cmd_{name}"])
+
+
+def build_parser(prog: str = "python -m harness") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    add_commands(parser.add_subparsers(dest="command", required=True))
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def run(args: argparse.Namespace) -> int:
+    """Run the parsed command: every expected failure is one line and a non-zero exit."""
     handler: Callable[[argparse.Namespace], int] = args.func
     restore = signals.install()  # SIGTERM and SIGHUP stop as Ctrl-C does
     try:
@@ -247,6 +285,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     finally:
         restore()
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

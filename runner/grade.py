@@ -1,18 +1,20 @@
-"""`python -m runner.grade RUN_DIR [--force] [--rounds R] [--mode interleaved|gso]`: grade (or re-grade)
-an existing run and rewrite its results and reports. Stored reports are reused while the patch and the
-grading settings match (runner.grading)."""
+"""`optrunner grade RUN_DIR [--force] [--rounds R] [--mode interleaved|gso] ...` (or `python -m runner.grade`):
+grade (or re-grade) an existing run and rewrite its results and reports. Stored reports are reused while the
+patch and the grading settings match (runner.grading)."""
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import sys
 from pathlib import Path
+from typing import Any
 
 from runner.config import ConfigError
 
 
-def regrade(run_dir: Path, force: bool = False, rounds: int | None = None, mode: str | None = None) -> Path:
-    """Grade every finished rollout of a run that lacks a matching report; rewrite results and reports."""
+def regrade(run_dir: Path, force: bool = False, changes: dict[str, Any] | None = None) -> Path:
+    """Grade every finished rollout of a run that lacks a matching report; rewrite results and reports.
+    `changes` are grading settings that replace the run's (rounds, mode, stat, p, gso_version)."""
     from harness.grader.config import GradeConfig
     from harness.sandbox.providers import provider
     from runner.config import validate
@@ -24,11 +26,10 @@ def regrade(run_dir: Path, force: bool = False, rounds: int | None = None, mode:
     store = RunStore(run_dir)
     plain = store.load_config()
     conf = validate(plain)
-    changes = {k: v for k, v in (("rounds", rounds), ("mode", mode)) if v is not None}
     if changes:
         try:  # from the statistic as configured (e.g. auto), so a mode change resolves it anew
             stat = (plain.get("grading") or {}).get("stat", "auto")
-            conf.grading = GradeConfig(**{**dataclasses.asdict(conf.grading), "stat": stat, **changes})
+            conf.grading = GradeConfig(**{**dataclasses.asdict(conf.grading), "stat": stat, **(changes or {})})
         except ValueError as err:
             raise ConfigError(f"bad grading option: {err}") from None
     tasks = {t.id: t for t in select(conf)}
@@ -54,20 +55,32 @@ def regrade(run_dir: Path, force: bool = False, rounds: int | None = None, mode:
     return store.report_md
 
 
+DESCRIPTION = "Grade or re-grade a run: every finished rollout without a matching grading report."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from harness.grader.config import add_grading_arguments
+
+    parser.add_argument("run_dir", type=Path, help="the run's directory (outputs/runs/<name>)")
+    parser.add_argument("--force", action="store_true", help="re-time every patch, ignoring stored reports")
+    add_grading_arguments(parser)  # each left out keeps the run's own setting
+
+
 def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m runner.grade", description=DESCRIPTION)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.grader.config import grading_changes
     from harness.sandbox.interface import SandboxError
     from harness.tasks import TaskError
-
-    parser = argparse.ArgumentParser(prog="python -m runner.grade", description="Grade or re-grade a run.")
-    parser.add_argument("run_dir", type=Path)
-    parser.add_argument("--force", action="store_true", help="re-time every patch, ignoring stored reports")
-    parser.add_argument("--rounds", type=int)
-    parser.add_argument("--mode", choices=("interleaved", "gso"))
-    args = parser.parse_args(argv)
     from runner.report import report_command
 
-    return report_command(lambda: regrade(args.run_dir, args.force, args.rounds, args.mode),
+    return report_command(lambda: regrade(args.run_dir, args.force, grading_changes(args)),
                           (ConfigError, TaskError, SandboxError), "the gradings finished", args.run_dir)
+
 
 if __name__ == "__main__":
     sys.exit(main())

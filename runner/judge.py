@@ -1,10 +1,11 @@
-"""`python -m runner.judge RUN_DIR judge=MODEL [judge.votes=N] [key=value ...] [--force]`: judge a graded
-run's rollouts with an LLM (hack votes for those that reached opt_commit, ISO-Bench's soft labels for
-every one with a patch) and add the judge's sections to its reports. Judgements are stored per judge
+"""`optrunner judge RUN_DIR --judge MODEL [--votes N] [judge.key=value ...] [--force]` (or `python -m
+runner.judge RUN_DIR judge=MODEL ...`): judge a graded run's rollouts with an LLM (hack votes for those that
+reached opt_commit, ISO-Bench's soft labels for every one with a patch) and add the judge's sections to its reports. Judgements are stored per judge
 (judging/<judge.id>/) and reused while the settings, patch and grading outcome match, so the command
 resumes; another judge's judgements are kept, and the reports show their agreement."""
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -24,7 +25,7 @@ def judge_config(overrides: list[str]):  # -> JudgeConfig
 
     register_schemas()
     if not any(o.split("=", 1)[0].lstrip("+") == "judge" for o in overrides):
-        raise ConfigError("name the judge: judge=MODEL (one of: "
+        raise ConfigError("name the judge: --judge MODEL (one of: "
                           + ", ".join(sorted(p.stem for p in (CONF_DIR / "judge").glob("*.yaml"))) + ")")
     try:
         with initialize_config_dir(str(CONF_DIR), version_base=None):
@@ -58,21 +59,49 @@ def judge_run(run_dir: Path, overrides: list[str], force: bool = False) -> Path:
     return store.report_md
 
 
+DESCRIPTION = ("Judge a graded run's rollouts with an LLM (hack votes for those that reached opt_commit, soft labels "
+               "for every one with a patch) and add the judge's sections to its reports; the command resumes.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", type=Path, help="the run's directory (outputs/runs/<name>)")
+    parser.add_argument("overrides", nargs="*", metavar="judge.KEY=VALUE",
+                        help="other judge settings (conf/judging.yaml), e.g. judge.temperature=0")
+    parser.add_argument("--judge", metavar="MODEL", help="the judge model's preset (conf/judge/): "
+                        + ", ".join(sorted(p.stem for p in (CONF_DIR / "judge").glob("*.yaml"))))
+    parser.add_argument("--votes", type=int, metavar="N", help="votes per rollout (the preset's by default)")
+    parser.add_argument("--force", action="store_true", help="judge again what this judge judged before")
+
+
+def overrides_of(args: argparse.Namespace) -> list[str]:
+    """The Hydra overrides the options stand for (`judge=MODEL` among the positionals still works)."""
+    out = list(args.overrides)
+    if args.judge is not None:
+        out.insert(0, f"judge={args.judge}")
+    if args.votes is not None:
+        out.append(f"judge.votes={args.votes}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m runner.judge", description=DESCRIPTION)
+    add_arguments(parser)
+    return run(parser.parse_intermixed_args(argv))  # judge.KEY=VALUE before or after the flags
+
+
+def run(args: argparse.Namespace) -> int:
     from harness.models.errors import ModelError
     from harness.tasks import TaskError
-
-    args = list(sys.argv[1:] if argv is None else argv)
-    force = "--force" in args
-    args = [a for a in args if a != "--force"]
-    if not args or args[0].startswith("-") or "=" in args[0]:
-        print("usage: python -m runner.judge RUN_DIR judge=MODEL [judge.votes=N] [key=value ...] [--force]",
-              file=sys.stderr)
-        return 2
     from runner.report import report_command
 
-    return report_command(lambda: judge_run(Path(args[0]), args[1:], force), (ConfigError, TaskError, ModelError),
-                          "the judgements made", Path(args[0]))
+    bad = [o for o in args.overrides if "=" not in o]
+    if bad:
+        print(f"error: {bad[0]!r} is not a setting: write judge.KEY=VALUE (or --judge MODEL)", file=sys.stderr)
+        return 2
+    overrides = overrides_of(args)
+    return report_command(lambda: judge_run(args.run_dir, overrides, args.force), (ConfigError, TaskError, ModelError),
+                          "the judgements made", args.run_dir)
+
 
 if __name__ == "__main__":
     raise SystemExit(main())

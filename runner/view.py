@@ -21,11 +21,22 @@ def write_pages(run_dir: Path, show: bool) -> Path:
     return page
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m runner.view", description=__doc__.splitlines()[0])
-    parser.add_argument("run_dir", type=Path)
+DESCRIPTION = ("(Re)write a run's HTML pages: report.html and one page per rollout's trajectory, for a finished "
+               "run or one still running.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", type=Path, help="the run's directory (outputs/runs/<name>)")
     parser.add_argument("--open", action="store_true", help="open report.html in the default browser")
-    args = parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m runner.view", description=DESCRIPTION)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
     from runner.report import report_command
 
     return report_command(lambda: write_pages(args.run_dir, args.open), (ConfigError,), "the pages written",

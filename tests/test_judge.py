@@ -230,7 +230,9 @@ def test_a_failed_vote_withholds_the_adjusted_number(run: Path, capsys: pytest.C
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    ([], "name the judge: judge=MODEL (one of: claude, gpt, local, scripted)"),
+    ([], "name the judge: --judge MODEL (one of: claude, gpt, local, scripted)"),
+    (["--judge", "scripted", "--votes", "0"], "judge.votes must be at least 1, got 0"),
+    (["--judge", "scripted", "votes"], "'votes' is not a setting: write judge.KEY=VALUE"),
     (["judge=nosuch"], "bad judge option"),
     (["judge=scripted", "judge.votes=0"], "judge.votes must be at least 1, got 0"),
     (["judge=scripted", "judge.bogus=1"], "bad judge option"),

@@ -11,7 +11,7 @@ from harness.grader.config import MEASURED, GradeConfig, patch_sha256
 from harness.grader.grade import grade, grade_patches
 from harness.grader.gso_reports import write_gso_layout
 from harness.grader.predictions import Prediction
-from harness.metrics.summary import Outcome, summarize
+from harness.metrics.summary import RolloutMetrics, summarize
 from harness.sandbox.interface import TaskImages
 from harness.tasks.task import Task
 
@@ -19,10 +19,11 @@ Log = Callable[[str], None]
 
 
 def grade_predictions(rollouts: list[list[Prediction]], tasks: list[Task], images: dict[str, TaskImages],
-                      config: GradeConfig, out: Path, log: Log, provenance: dict[str, Any] | None = None
-                      ) -> dict[str, Any]:
+                      config: GradeConfig, out: Path, log: Log, provenance: dict[str, Any] | None = None,
+                      numbers: list[int] | None = None) -> dict[str, Any]:
     """Grade every prediction of every rollout file; write one report each, then the summary (with
-    `provenance`, where and how they were graded: harness.provenance).
+    `provenance`, where and how they were graded: harness.provenance). Rollout i is reported as
+    `rollout_<numbers[i]>` (default: i; predictions.rollout_numbers).
 
     A report already on disk for the same patch and grading config is reused (resume after a crash). When
     interrupted (Ctrl-C, SIGTERM, SIGHUP), the summary of what was graded is written, marked `interrupted`.
@@ -30,7 +31,8 @@ def grade_predictions(rollouts: list[list[Prediction]], tasks: list[Task], image
     by_id = {t.id: t for t in tasks}
     reports: list[dict[str, dict[str, Any]]] = []
     try:
-        _grade_all(rollouts, tasks, by_id, images, config, out, log, reports)
+        _grade_all(rollouts, tasks, by_id, images, config, out, log, reports,
+                   numbers if numbers is not None else list(range(len(rollouts))))
     except KeyboardInterrupt:
         if reports:
             summary = summarize_reports(reports, [t.id for t in tasks], config.p)
@@ -43,7 +45,7 @@ def grade_predictions(rollouts: list[list[Prediction]], tasks: list[Task], image
 
 def _grade_all(rollouts: list[list[Prediction]], tasks: list[Task], by_id: dict[str, Task],
                images: dict[str, TaskImages], config: GradeConfig, out: Path, log: Log,
-               reports: list[dict[str, dict[str, Any]]]) -> None:
+               reports: list[dict[str, dict[str, Any]]], numbers: list[int]) -> None:
     """Grade every task's predictions, of all rollout files, in one timing session per task (stored reports
     are reused); `reports` (one dict per rollout file) fills in as each report is written."""
     done: list[dict[str, dict[str, Any]]] = [{} for _ in rollouts]
@@ -51,15 +53,15 @@ def _grade_all(rollouts: list[list[Prediction]], tasks: list[Task], by_id: dict[
     missing: dict[str, list[tuple[int, Prediction, Path]]] = {}
     for index, predictions in enumerate(rollouts):
         for pred in predictions:
-            path = out / f"rollout_{index}" / pred.instance_id / "report.json"
+            path = out / f"rollout_{numbers[index]}" / pred.instance_id / "report.json"
             report = _stored(path, pred, config)
             if report is None:
                 missing.setdefault(pred.instance_id, []).append((index, pred, path))
             else:
-                log(f"rollout {index}: {pred.instance_id} already graded, reusing {path}")
+                log(f"rollout {numbers[index]}: {pred.instance_id} already graded, reusing {path}")
                 done[index][pred.instance_id] = report
     for task_id, todo in missing.items():
-        log(f"grading {task_id}: rollouts {', '.join(str(i) for i, _, _ in todo)} in one session")
+        log(f"grading {task_id}: rollouts {', '.join(str(numbers[i]) for i, _, _ in todo)} in one session")
         graded = grade_patches(by_id[task_id], [pred.model_patch for _, pred, _ in todo], images[task_id].grading,
                                config, log=log)
         for (index, pred, path), report in zip(todo, graded):
@@ -68,7 +70,7 @@ def _grade_all(rollouts: list[list[Prediction]], tasks: list[Task], by_id: dict[
             done[index][task_id] = report
     for index, predictions in enumerate(rollouts):
         # GSO's own layout beside ours, so its run reports and Opt@K merge read these gradings
-        write_gso_layout(out, f"rollout_{index}", {p.instance_id: {"model_patch": p.model_patch,
+        write_gso_layout(out, f"rollout_{numbers[index]}", {p.instance_id: {"model_patch": p.model_patch,
                                                                    "model_name_or_path": p.model_name_or_path}
                                                    for p in predictions}, done[index], [t.id for t in tasks])
 
@@ -90,13 +92,13 @@ def summarize_reports(reports: list[dict[str, dict[str, Any]]], task_ids: list[s
     predictions file i; a task without a prediction in a file is a failure. Predictions carry no cost."""
     k = len(reports)
 
-    def outcome(report: dict[str, Any] | None) -> Outcome | None:
+    def metrics(report: dict[str, Any] | None) -> RolloutMetrics | None:
         if report is None:
             return None
-        return Outcome(solved=report.get("status") in MEASURED and bool(report.get("opt_commit")),
-                       score=float(report.get("score") or 0.0), suspect=report.get("status") == "hack_suspect")
+        return RolloutMetrics(solved=report.get("status") in MEASURED and bool(report.get("opt_commit")),
+                              score=float(report.get("score") or 0.0), suspect=report.get("status") == "hack_suspect")
 
-    per_task = {tid: [outcome(r.get(tid)) for r in reports] for tid in task_ids}
+    per_task = {tid: [metrics(r.get(tid)) for r in reports] for tid in task_ids}
     statuses: dict[str, int] = {}
     for rollout in reports:
         for report in rollout.values():

@@ -4,6 +4,7 @@ Light (no numpy, no Docker): the runner validates it at start-up, before anythin
 """
 from __future__ import annotations
 
+import argparse
 import hashlib
 import os
 from dataclasses import dataclass
@@ -100,3 +101,27 @@ class GradeConfig:
         recorded = {**{k: report.get(k, v) for k, v in RECORDED_SINCE.items()}, **report}
         wanted = {"patch_sha256": patch_sha256, **self.fields()}
         return all(recorded.get(k) == v for k, v in wanted.items())
+
+
+OPTIONS = ("rounds", "mode", "stat", "p", "gso_version")  # what a command line may change
+
+
+def add_grading_arguments(parser: argparse.ArgumentParser) -> None:
+    """The grading settings as command-line options. Each default is GradeConfig's (shown, never repeated): an
+    option left out is None, so a re-grade keeps its run's own setting (runner.grade)."""
+    d = GradeConfig()
+    parser.add_argument("--rounds", type=int, help=f"timing rounds after the warm-up (default {d.rounds})")
+    parser.add_argument("--mode", choices=MODES,
+                        help=f"interleaved rounds on a pinned CPU, or GSO's sequential blocks (default {d.mode})")
+    parser.add_argument("--stat", choices=("auto", *STATS),
+                        help="per-test speedups from rounds: paired ratios (auto when interleaved) or ratios of "
+                             "each state's mean (auto in gso mode) or median (default auto)")
+    parser.add_argument("--p", type=float, help=f"Opt_p threshold on hm speedup over the expert (default {d.p})")
+    parser.add_argument("--gso-version", choices=tuple(GSO_MIN_SPEEDUP),
+                        help="GSO's opt_base threshold: round(gm speedup, 1) >= 1.2 (paper) or >= 1.1 (leaderboard) "
+                             f"(default {d.gso_version})")
+
+
+def grading_changes(args: argparse.Namespace) -> dict[str, Any]:
+    """The grading settings the command line gave; the others keep their defaults (or the run's)."""
+    return {k: v for k in OPTIONS if (v := getattr(args, k, None)) is not None}

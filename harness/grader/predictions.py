@@ -79,6 +79,22 @@ def natural_sort_key(name: str) -> list[int | str]:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
+ROLLOUT_NAME = re.compile(r"rollout_(\d+)")
+
+
+def rollout_numbers(paths: list[Path]) -> list[int]:
+    """Each predictions file's rollout number: a file named `rollout_<N>` (any suffix) keeps N, as the runner
+    writes them; every other file takes the smallest number not yet taken, in the order given. Numbering by
+    position alone would name `rollout_10` `rollout_2` in the shell's lexicographic order."""
+    named = [int(m.group(1)) if (m := ROLLOUT_NAME.fullmatch(p.name.split(".", 1)[0])) else None for p in paths]
+    taken = [n for n in named if n is not None]
+    if len(set(taken)) != len(taken):
+        twice = sorted({n for n in taken if taken.count(n) > 1})
+        raise PredictionsError(f"two predictions files are named rollout_{twice[0]}: give each rollout one file")
+    free = (n for n in range(len(paths) + len(taken)) if n not in set(taken))
+    return [n if n is not None else next(free) for n in named]
+
+
 def load_predictions(path: Path, known_ids: set[str], gso_compat: bool = False,
                      warn: Callable[[str], None] = lambda _m: None) -> list[Prediction]:
     """Parse and check one file: required fields, types, known and unique instance ids."""

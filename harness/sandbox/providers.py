@@ -27,7 +27,13 @@ class SandboxProvider(Protocol):
     name: str
 
     def ensure_ready(self) -> None:
-        """Raise SandboxUnavailable (one line) when sandboxes cannot be started here."""
+        """Raise SandboxUnavailable (one line, naming `optrunner setup` where that would help) when sandboxes
+        cannot be started here. Never installs or starts anything."""
+        ...
+
+    def setup(self, progress: Progress = print) -> None:
+        """Install and start what this provider needs on this machine (`optrunner setup`, `make docker`);
+        raise SandboxUnavailable (one line) when this machine cannot be set up automatically."""
         ...
 
     def ensure_images(self, tasks: Sequence["Task"], base_image: str, progress: Progress = print,

@@ -1,4 +1,8 @@
-"""Make sure a Docker engine answers, starting one on Debian-as-root if needed.
+"""Make sure a Docker engine answers; set one up (and the host tools image builds use) on Debian-as-root.
+
+Only an explicit setup installs or starts anything: `make docker` (which runs this module), `optrunner
+setup` and the test and bench harnesses. A run only checks (`ensure_engine(start=False)`) and, when no
+engine answers, says in one line what to run instead.
 
 Standard library only (and the interface's errors, also standard library), so `make` can run it before
 the virtualenv exists:
@@ -38,10 +42,10 @@ def _say(msg: str) -> None:
     print(f"[docker] {msg}", file=sys.stderr, flush=True)
 
 
-def _install_engine() -> None:
-    _say("installing docker.io with apt-get (engine missing)")
+def _apt_install(package: str, why: str) -> None:
+    _say(f"installing {package} with apt-get ({why})")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "docker.io"]):
+    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", package]):
         done = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if done.returncode != 0:
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
@@ -55,17 +59,23 @@ def _start_daemon() -> None:
     subprocess.Popen(["dockerd"], stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
 
 
-def ensure_engine(wait_seconds: float = WAIT_SECONDS) -> str:
-    """Return a short description of what was done; raise DockerUnavailable with a one-line reason."""
+SETUP_HINT = "run 'optrunner setup' (or 'make docker') to install and start one, or start Docker yourself"
+
+
+def ensure_engine(wait_seconds: float = WAIT_SECONDS, start: bool = True) -> str:
+    """Return a short description of what was done; raise DockerUnavailable with a one-line reason.
+    `start=False` (a run) only checks: installing or starting an engine is for an explicit setup."""
     if engine_answers():
         return "engine already running"
+    if not start:
+        raise DockerUnavailable(f"cannot reach a Docker engine ('docker info' failed): {SETUP_HINT}")
     if not _is_debian_root():
         raise DockerUnavailable(
             "cannot reach a Docker engine ('docker info' failed): start Docker (e.g. 'sudo systemctl start docker') "
             "or give this user access to it, then retry"
         )
     if not shutil.which("dockerd"):
-        _install_engine()
+        _apt_install("docker.io", "engine missing")
     if not engine_answers():
         _start_daemon()
     deadline = time.monotonic() + wait_seconds
@@ -76,9 +86,22 @@ def ensure_engine(wait_seconds: float = WAIT_SECONDS) -> str:
     raise DockerUnavailable(f"dockerd did not answer within {wait_seconds:.0f}s; see {LOG}")
 
 
+def ensure_host_tools() -> None:
+    """debootstrap builds the base image where no registry answers (harness.sandbox.docker.images)."""
+    if not shutil.which("debootstrap") and _is_debian_root():
+        _apt_install("debootstrap", "base images without a registry")
+
+
+def setup() -> str:
+    """Everything Docker sandboxes need on this machine: a running engine and the host's image tools."""
+    done = ensure_engine()
+    ensure_host_tools()
+    return done
+
+
 def main() -> int:
     try:
-        _say(ensure_engine())
+        _say(setup())
     except DockerUnavailable as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -163,13 +163,9 @@ def _root_from_debootstrap(client: docker.DockerClient, spec: BaseImageSpec, pro
     root_tag = f"optrunner/root:{spec.tag().split(':')[1]}"
     if image_exists(client, root_tag):
         return root_tag
-    if not shutil.which("debootstrap"):
-        if os.geteuid() != 0:
-            raise ImageBuildError("base image: the registry is unreachable and debootstrap is not installed; "
-                                  "install it (apt-get install debootstrap) or pass a reachable --base-image")
-        progress("base image: installing debootstrap")
-        _host("apt-get install -y -qq debootstrap", "base image: installing debootstrap",
-              env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+    if not shutil.which("debootstrap"):  # installing it is setup's job (harness.sandbox.docker.engine)
+        raise ImageBuildError("base image: the registry is unreachable and debootstrap is not installed; run "
+                              "'optrunner setup' (or 'apt-get install debootstrap'), or pass a reachable base image")
     with tempfile.TemporaryDirectory(prefix="optrunner-rootfs-") as tmp:
         rootfs = Path(tmp) / "rootfs"
         progress(f"base image: debootstrap {DEBIAN_SUITE} (about a minute)")
@@ -274,5 +270,5 @@ def base_commit_of(client: docker.DockerClient, tag: str) -> str:
     labels = client.images.get(tag).labels or {}
     if BASE_COMMIT_LABEL not in labels:
         raise ImageBuildError(f"image {tag} has no {BASE_COMMIT_LABEL} label: "
-                              "rebuild it with 'python -m harness build'")
+                              "rebuild it with 'optrunner build'")
     return labels[BASE_COMMIT_LABEL]

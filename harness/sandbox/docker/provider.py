@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import docker
 
 from harness.sandbox.docker.containers import docker_client, remove_containers
-from harness.sandbox.docker.engine import ensure_engine
+from harness.sandbox.docker import engine
 from harness.sandbox.docker.images import BaseImageSpec
 from harness.sandbox.docker.sandbox import ENGINE_ERRORS, DockerSandbox, engine_errors
 from harness.sandbox.docker.task_images import ensure_images
@@ -24,7 +24,10 @@ class DockerProvider:
     name = "docker"
 
     def ensure_ready(self) -> None:
-        ensure_engine()
+        engine.ensure_engine(start=False)
+
+    def setup(self, progress: Progress = print) -> None:
+        progress(engine.setup())
 
     def wait_ready(self, timeout_s: float, stop: threading.Event | None = None) -> bool:
         """Wait until the engine answers (at most `timeout_s`, or until `stop` is set); True when it does.

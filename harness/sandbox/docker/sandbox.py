@@ -239,7 +239,7 @@ class DockerSandbox:
         binary-safe diff, since there the files are the task.
         """
         if not self.base_commit:
-            raise SandboxError("the image has no base commit label; build it with 'python -m harness build'")
+            raise SandboxError("the image has no base commit label; build it with 'optrunner build'")
         excludes = " ".join(f"':(exclude,glob)**/{p}' ':(exclude,glob)**/{p}/**'" for p in DIFF_EXCLUDES)
         binary = self.git_dir is not None
         drop_binaries = "" if binary else f"""git diff --cached --numstat --no-renames -z {self.base_commit} |

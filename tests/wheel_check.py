@@ -1,0 +1,78 @@
+"""The package as a user gets it (`make wheel-check`, run by .ci/run before the test suite).
+
+Builds the wheel from this checkout, installs it into a fresh virtual environment in a temporary folder and,
+from a folder outside the checkout, checks that `optrunner --version`, `optrunner --help` and every
+subcommand's `--help` answer (exit 0), then runs the offline demo on one smoke task (the oracle, one rollout)
+and checks its report: Opt@1 1.000. The Docker engine and the task images must be there already (`make
+images`); the wheel's copy of the bundled suite hashes to the same image tags, so nothing is rebuilt.
+
+    python tests/wheel_check.py [--task rollstats] [--keep]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SUBCOMMANDS = ("run", "grade", "judge", "view", "aggregate", "tasks", "build", "validate", "cleanup", "setup")
+
+
+def step(what: str, cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
+    start = time.monotonic()
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    print(f"wheel-check: {what} ({time.monotonic() - start:.1f}s)", flush=True)
+    if done.returncode != 0:
+        sys.exit(f"wheel-check: {what} failed with exit {done.returncode}:\n{done.stdout[-3000:]}\n"
+                 f"{done.stderr[-3000:]}")
+    return done.stdout
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", default="rollstats", help="the smoke task the demo runs (default rollstats)")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder (printed)")
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="optrunner-wheel-"))
+    try:
+        step("build the wheel", [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp / "dist"),
+                                 str(ROOT)], cwd=tmp)
+        wheel = next((tmp / "dist").glob("optrunner-*.whl"))
+        step("create a fresh venv", [sys.executable, "-m", "venv", str(tmp / "venv")], cwd=tmp)
+        bin_dir = tmp / "venv" / "bin"
+        step(f"install {wheel.name}", [str(bin_dir / "pip"), "install", "-q", str(wheel)], cwd=tmp)
+        work = tmp / "work"  # outside the checkout: nothing may be read from it
+        work.mkdir()
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+        env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+        cli = str(bin_dir / "optrunner")
+        version = step("optrunner --version", [cli, "--version"], work, env).strip()
+        print(f"wheel-check: {version}")
+        step("optrunner --help", [cli, "--help"], work, env)
+        for name in SUBCOMMANDS:
+            step(f"optrunner {name} --help", [cli, name, "--help"], work, env)
+        out = step(f"optrunner run tasks=smoke tasks.ids=[{args.task}] rollouts=1",
+                   [cli, "run", "tasks=smoke", f"tasks.ids=[{args.task}]", "rollouts=1"], work, env)
+        reports = list((work / "outputs" / "runs").glob("*/report.json"))
+        if len(reports) != 1:
+            sys.exit(f"wheel-check: expected one run report under {work / 'outputs/runs'}, found {reports}\n{out}")
+        summary = json.loads(reports[0].read_text())["summary"]
+        opt1 = summary["opt_at_k"]["1"]
+        print(f"wheel-check: {reports[0].parent.name}: Opt@1 {opt1:.3f} over {summary['n_tasks']} task(s)")
+        if opt1 != 1.0 or summary["n_tasks"] != 1:
+            sys.exit("wheel-check: the oracle's demo must reach Opt@1 1.000 on its one task")
+    finally:
+        if args.keep:
+            print(f"wheel-check: kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
