@@ -5,7 +5,9 @@ Examples:
     python -m runner model=claude scaffold=codeact rollouts=8
     python -m runner -m model=gpt scaffold=codeact,mini_swe,terminus rollouts=3   # an ablation sweep
 
-Heavy modules (docker, litellm) load only once a run starts, so `--help` and config errors are fast.
+The command line is checked and put in Hydra's terms first (runner/overrides.py): a mistake there is one
+`error: ` line and exit code 2 before Hydra creates any directory. Heavy modules (docker, litellm) load only
+once a run starts, so `--help` and config errors are fast.
 """
 from __future__ import annotations
 
@@ -18,11 +20,14 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from runner import CONF_DIR
-from runner.config import register_schemas
+from runner.config import ConfigError, register_schemas
+from runner.overrides import groups_help, model_slug, prepare
 from runner.plan import slug
 
 OmegaConf.register_new_resolver("tasks_slug", lambda selector, ids=None: slug(str(selector), list(ids or [])),
                                 replace=True)
+OmegaConf.register_new_resolver("model_slug", model_slug, replace=True)  # model.id from model.name (overrides.py)
+OmegaConf.register_new_resolver("runner_groups", groups_help, replace=True)  # --help (conf/config.yaml)
 register_schemas()
 # Hydra creates the run directory before the job starts; whether the output root existed is known only
 # before Hydra runs (cli() sets it from the command line).
@@ -73,19 +78,18 @@ def run_job(cfg: DictConfig) -> int:
 
 
 def _run_job(cfg: DictConfig, run_dir: Path) -> int:
-    from runner.config import ConfigError, validate
+    from runner.config import validate
 
     try:
         conf = validate(cfg)
     except ConfigError as err:
         return _fail(str(err))
     plain: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
+    from harness import signals
+    from harness.atomic import write_problem
     from harness.sandbox.interface import ImageBuildError, SandboxError
     from harness.tasks import TaskError
     from runner.run import execute
-
-    from harness import signals
-    from harness.atomic import write_problem
 
     try:
         return execute(conf, plain, run_dir)
@@ -130,6 +134,10 @@ def cli(argv: list[str] | None = None, prog: str = "python -m runner") -> int:
     from harness.atomic import check_writable
 
     args = list(sys.argv[1:] if argv is None else argv)
+    try:  # a mistake on the command line is one line, before Hydra creates anything
+        args = prepare(args, prog)
+    except ConfigError as err:
+        return _fail(str(err))
     roots = [a.split("=", 1)[1] for a in args if a.startswith("output_root=")]
     output_root = Path(roots[-1] if roots else "outputs")
     ROOT_EXISTED = output_root.exists()

@@ -15,12 +15,16 @@ container starts. Kept free of heavy imports (no docker, no litellm): `--help` m
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
+import types
+import typing
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from harness.grader.config import GradeConfig
 from harness.grader.judge.config import JudgeConfig
@@ -158,6 +162,10 @@ def typed(cfg: DictConfig | dict[str, Any]) -> RunConf:
             raw = cfg
             if any(key in raw for key in NOT_SETTINGS):
                 raw = OmegaConf.masked_copy(raw, [k for k in raw.keys() if k not in NOT_SETTINGS])
+            # Hydra's `+key=value` adds keys the schema lacks, and OmegaConf keeps them as stray attributes:
+            # a misspelt setting would be ignored in silence. (A plain dict below fails in the merge itself.)
+            if (stray := _stray_key(raw, RunConf, "")) is not None:
+                raise ConfigError(unknown_key(stray))
         else:  # left out before OmegaConf reads them: a recorded value is no interpolation to resolve
             raw = OmegaConf.create({k: v for k, v in cfg.items() if k not in NOT_SETTINGS})
         merged = OmegaConf.merge(OmegaConf.structured(RunConf), raw)
@@ -171,10 +179,112 @@ def typed(cfg: DictConfig | dict[str, Any]) -> RunConf:
                     raise
                 raise ConfigError(f"bad {group} option: {err}") from None
         return OmegaConf.to_object(merged)  # type: ignore[return-value]
+    except MissingMandatoryValue as err:
+        key = getattr(err, "full_key", None) or "a value"
+        raise ConfigError(f"{key} must be set: add {key}=VALUE to the command") from None
     except OmegaConfBaseException as err:
         first = str(err).strip().splitlines()[0]
         key = getattr(err, "full_key", None)
         raise ConfigError(f"bad config{f' at {key}' if key else ''}: {first}") from None
+
+
+@dataclass(frozen=True)
+class Key:
+    """Where a dotted key lands in RunConf's schema."""
+    known: bool
+    path: str  # known: the key; unknown: the key up to its first unknown part
+    siblings: tuple[str, ...] = ()  # unknown: the names known at that level
+    free: bool = False  # a free-form mapping or inside one (scaffold.options, model.kwargs.X): any name goes
+    nullable: str | None = None  # a node on the way that is null by default (judge, model.price)
+
+
+@cache
+def _fields(cls: type) -> dict[str, tuple[Any, bool]]:
+    """A dataclass's fields: name -> (type without Optional, whether it defaults to None)."""
+    hints = typing.get_type_hints(cls)
+    out = {}
+    for f in dataclasses.fields(cls):
+        tp = hints[f.name]
+        if typing.get_origin(tp) in (typing.Union, types.UnionType):
+            args = [a for a in typing.get_args(tp) if a is not type(None)]
+            tp = args[0] if len(args) == 1 else Any
+        out[f.name] = (tp, f.default is None)
+    return out
+
+
+def _is_mapping(tp: Any) -> bool:
+    return (typing.get_origin(tp) or tp) is dict
+
+
+def lookup(key: str) -> Key:
+    """Whether a dotted key (`budget.max_steps`, `scaffold.options.patch`) names a setting of RunConf."""
+    cls: Any = RunConf
+    parts = key.split(".")
+    nullable = None
+    for i, part in enumerate(parts):
+        path = ".".join(parts[:i + 1])
+        fields = _fields(cls) if dataclasses.is_dataclass(cls) else {}
+        if part not in fields:
+            return Key(False, path, tuple(fields))
+        cls, null = fields[part]
+        if null and dataclasses.is_dataclass(cls) and nullable is None and i < len(parts) - 1:
+            nullable = path
+        if _is_mapping(cls):
+            return Key(True, key, free=True, nullable=nullable)
+    return Key(True, key, nullable=nullable)
+
+
+@cache
+def _all_paths() -> tuple[str, ...]:
+    """Every setting two levels deep (`rollouts`, `budget.max_steps`): where a key put in the wrong place may be."""
+    out = []
+    for name, (tp, _) in _fields(RunConf).items():
+        out.append(name)
+        if dataclasses.is_dataclass(tp):
+            out += [f"{name}.{sub}" for sub in _fields(tp)]
+    return tuple(out)
+
+
+def suggest(key: str, extra: tuple[str, ...] = ()) -> str | None:
+    """The known key nearest to an unknown one (`extra`: group names that may be meant at the top level)."""
+    where = lookup(key)
+    bad = where.path.rsplit(".", 1)[-1]
+    parent = where.path.rpartition(".")[0]
+    near = difflib.get_close_matches(bad, list(where.siblings) + list(extra if not parent else ()), n=1)
+    if near:
+        return (f"{parent}.{near[0]}" if parent else near[0]) + key[len(where.path):]
+    # Misplaced (max_steps for budget.max_steps) or misspelt in the wrong group (model.temprature).
+    by_name = {p: p.rsplit(".", 1)[-1] for p in _all_paths()}
+    near = difflib.get_close_matches(bad, list(by_name.values()), n=1)
+    return next((p for p, name in by_name.items() if near and name == near[0]), None)
+
+
+def unknown_key(key: str, value: str | None = None, extra: tuple[str, ...] = ()) -> str:
+    """One line for a key the schema lacks, with the nearest known key, written as the override to use."""
+    where = lookup(key)
+    parent = where.path.rpartition(".")[0]
+    what = "key" if parent else "group or key"
+    if (guess := suggest(key, extra)) is not None:
+        return f"unknown {what} {where.path}: did you mean {guess}{'' if value is None else '=' + value}?"
+    if parent:
+        return f"unknown key {where.path}: {parent} has {', '.join(where.siblings)}"
+    groups = f"groups are {', '.join(extra)}; " if extra else ""
+    return f"unknown group or key {where.path}: {groups}keys are {', '.join(where.siblings)} (see --help)"
+
+
+def _stray_key(node: DictConfig, cls: Any, prefix: str) -> str | None:
+    """The first key of a composed node that its schema class lacks."""
+    fields = _fields(cls)
+    for name in node.keys():
+        if name not in fields:
+            return f"{prefix}{name}"
+        tp = fields[name][0]
+        child = node._get_node(name)
+        if dataclasses.is_dataclass(tp) and isinstance(child, DictConfig) and not child._is_none() \
+                and not child._is_missing() and not child._is_interpolation():
+            if (stray := _stray_key(child, tp, f"{prefix}{name}.")) is not None:
+                return stray
+    return None
 
 
 def validate(cfg: DictConfig | dict[str, Any]) -> RunConf:
@@ -186,7 +296,7 @@ def validate(cfg: DictConfig | dict[str, Any]) -> RunConf:
 
 def _check(conf: RunConf) -> None:
     from harness.tasks import SOURCES
-    from runner.executors import EXECUTORS
+    from runner.executors import EXECUTORS, missing_extra
     from scaffolds import NAMES, make_config
 
     if conf.rollouts < 1:
@@ -207,6 +317,8 @@ def _check(conf: RunConf) -> None:
         raise ConfigError(f"unknown task source {conf.tasks.source!r}; choose one of {', '.join(SOURCES)}")
     if conf.executor.kind not in EXECUTORS:
         raise ConfigError(f"unknown executor {conf.executor.kind!r}; choose one of {', '.join(EXECUTORS)}")
+    if (missing := missing_extra(conf.executor.kind)) is not None:
+        raise ConfigError(missing)
     problems = conf.executor.problems()
     if problems:
         raise ConfigError(f"executor.{problems[0]}")

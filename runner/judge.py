@@ -27,6 +27,9 @@ def judge_config(overrides: list[str]):  # -> JudgeConfig
     if not any(o.split("=", 1)[0].lstrip("+") == "judge" for o in overrides):
         raise ConfigError("name the judge: --judge MODEL (one of: "
                           + ", ".join(sorted(p.stem for p in (CONF_DIR / "judge").glob("*.yaml"))) + ")")
+    from runner.overrides import check_job_args
+
+    check_job_args(overrides)  # a preset's unset (???) values: OmegaConf would take the schema's defaults
     try:
         with initialize_config_dir(str(CONF_DIR), version_base=None):
             composed = compose(config_name="judging", overrides=overrides)

@@ -15,26 +15,32 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 
 def job_overrides(config: DictConfig, loader: ConfigLoader) -> list[list[str]]:
     """Each job's overrides, in the order the basic sweeper launches them."""
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 
-    params = [f"{k}={v}" for k, v in (config.hydra.sweeper.get("params") or {}).items()]
-    parsed = OverridesParser.create(config_loader=loader).parse_overrides(params + list(config.hydra.overrides.task))
+    # Unresolved, as Hydra's sweeper reads them: an override's own interpolation (model.id='${...}') is the job's.
+    params_node = config.hydra.sweeper.get("params")
+    swept = OmegaConf.to_container(params_node, resolve=False) if params_node else {}
+    task = OmegaConf.to_container(config.hydra.overrides.task, resolve=False)
+    params = [f"{k}={v}" for k, v in swept.items()]  # type: ignore[union-attr]
+    parsed = OverridesParser.create(config_loader=loader).parse_overrides(params + list(task))  # type: ignore[arg-type]
     return [list(job) for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
 
 
 def refusals(config: DictConfig) -> list[str]:
     """One line per job whose config is refused: `job N (overrides): why`."""
     from runner.config import ConfigError, validate
+    from runner.overrides import check_job_args
 
     loader = GlobalHydra.instance().config_loader()
     out = []
     for num, overrides in enumerate(job_overrides(config, loader)):
-        try:
+        try:  # the group options and what they need first: Hydra composes `model=schema_model` and loses `???`
+            check_job_args(overrides)
             validate(loader.load_sweep_config(config, overrides))
         except ConfigError as err:
             out.append(f"job {num} ({' '.join(overrides)}): {err}")

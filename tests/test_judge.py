@@ -233,7 +233,9 @@ def test_a_failed_vote_withholds_the_adjusted_number(run: Path, capsys: pytest.C
     ([], "name the judge: --judge MODEL (one of: claude, gpt, local, scripted)"),
     (["--judge", "scripted", "--votes", "0"], "judge.votes must be at least 1, got 0"),
     (["--judge", "scripted", "votes"], "'votes' is not a setting: write judge.KEY=VALUE"),
-    (["judge=nosuch"], "bad judge option"),
+    (["judge=nosuch"], "unknown judge 'nosuch'; choose one of claude, gpt, local, scripted"),
+    (["--judge", "local", "judge.price.input=1", "judge.price.output=2"],  # not the schema's scripted default
+     "judge=local needs judge.name and judge.api_base"),
     (["judge=scripted", "judge.votes=0"], "judge.votes must be at least 1, got 0"),
     (["judge=scripted", "judge.bogus=1"], "bad judge option"),
 ])
