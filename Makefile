@@ -40,7 +40,7 @@ test: images gsobench browser
 	$(PY) -m pytest -q
 
 # The tests that need no Docker engine (under a minute): config refusals, metrics, parsers, the CLI.
-unit: venv
+unit: venv gsobench browser
 	$(PY) -m pytest -q -m "not docker"
 
 lint: venv

@@ -35,7 +35,7 @@ def system_row(run: Run, k: int) -> dict[str, Any]:
     n = run.n
     kk = min(k, n)
     by_task = run.slots()
-    s = summarize({t: [r.outcome() if r else None for r in rows] for t, rows in by_task.items()}, ks=sorted({1, kk, n}))
+    s = summarize({t: [r.metrics() if r else None for r in rows] for t, rows in by_task.items()}, ks=sorted({1, kk, n}))
     assert s.opt_at_k is not None and s.avg_at_k is not None and s.best_at_k is not None
     success = successes_of(run)
     solved_any = {t for t, v in success.items() if any(v)}
@@ -186,13 +186,23 @@ def render_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m runner.aggregate", description=__doc__.splitlines()[0])
+DESCRIPTION = "Compare runs: one row per system (model x scaffold x budget), plots, aggregate.html."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dirs", nargs="+", type=Path, help="run directories, sweep directories, or folders of them")
     parser.add_argument("--out", type=Path, help="output folder (default: <first dir>/aggregate)")
     parser.add_argument("--k", type=int, default=3, help="k of Avg@k and Best@k (AutoLab: 3)")
     parser.add_argument("--truncate-steps", default="", help="e.g. 25,50,100: grade rollouts as of those steps")
-    args = parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m runner.aggregate", description=DESCRIPTION)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
     try:
         if args.k < 1:
             raise ConfigError(f"--k must be at least 1, got {args.k}")

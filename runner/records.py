@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from harness.grader.config import MEASURED
-from harness.metrics.summary import Outcome, Summary
+from harness.metrics.summary import RolloutMetrics, Summary
 from harness.models.records import Usage
 from scaffolds.exits import ExitReason
 
@@ -187,15 +187,15 @@ class ResultRecord(RolloutRecord):
     def rollout_record(self) -> RolloutRecord:
         return RolloutRecord(**{f.name: getattr(self, f.name) for f in dataclasses.fields(RolloutRecord)})
 
-    def outcome(self) -> Outcome:
+    def metrics(self) -> RolloutMetrics:
         """What the summary (harness.metrics.summary) needs of this rollout."""
         u = self.usage
-        return Outcome(solved=bool(self.grading and self.grading.solved), score=float(self.score or 0.0),
-                       suspect=bool(self.grading and self.grading.status == "hack_suspect"),
-                       cost_usd=self.cost_usd, steps=self.steps, wall_time_s=self.wall_time_s,
-                       tokens={"input": u.input_tokens, "cached": u.cached_read_tokens,
-                               "cache_write": u.cache_write_tokens, "output": u.output_tokens,
-                               "reasoning": u.reasoning_tokens})
+        return RolloutMetrics(solved=bool(self.grading and self.grading.solved), score=float(self.score or 0.0),
+                              suspect=bool(self.grading and self.grading.status == "hack_suspect"),
+                              cost_usd=self.cost_usd, steps=self.steps, wall_time_s=self.wall_time_s,
+                              tokens={"input": u.input_tokens, "cached": u.cached_read_tokens,
+                                      "cache_write": u.cache_write_tokens, "output": u.output_tokens,
+                                      "reasoning": u.reasoning_tokens})
 
 
 @dataclass

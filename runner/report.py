@@ -45,7 +45,7 @@ def build_report(records: list[ResultRecord], conf: RunConf, task_ids: list[str]
     graded = conf.grade != "none"
     by_task = slots(records, task_ids, n)
     finished = [r for rows in by_task.values() for r in rows if r is not None]
-    numbers = summarize({t: [r.outcome() if r else None for r in rows] for t, rows in by_task.items()}, graded)
+    numbers = summarize({t: [r.metrics() if r else None for r in rows] for t, rows in by_task.items()}, graded)
     summary = RunSummary(
         system={"model": conf.model.id, "model_name": conf.model.name, "scaffold": conf.scaffold.id,
                 "scaffold_options": dict(conf.scaffold.options), "budget": conf.budget.id},

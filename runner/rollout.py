@@ -126,7 +126,7 @@ class RolloutJob:
 
 
 @dataclass
-class Outcome:
+class RolloutResult:
     """What a rollout hands back to the driver, which writes it to the run store."""
     record: RolloutRecord
     trajectory: dict[str, Any] | None
@@ -140,14 +140,14 @@ def make_job(conf: RunConf, task: Task, index: int, image: str) -> RolloutJob:
 
 class RolloutRunner:
     """Runs rollouts of one run, wherever it runs: the config, the run's id (its containers' label) and
-    the sandbox provider of this machine. It writes nothing: the driver stores each Outcome.
+    the sandbox provider of this machine. It writes nothing: the driver stores each RolloutResult.
     `cpuset`: CPUs its containers are pinned to (a Ray node keeps one CPU for timing)."""
 
     def __init__(self, conf: RunConf, run_id: str, sandboxes: SandboxProvider, cpuset: str | None = None) -> None:
         self.conf, self.run_id, self.sandboxes, self.cpuset = conf, run_id, sandboxes, cpuset
         self.system = System(model=conf.model.id, scaffold=conf.scaffold.id, budget=conf.budget.id)
 
-    def run(self, job: RolloutJob, live: Live) -> Outcome:
+    def run(self, job: RolloutJob, live: Live) -> RolloutResult:
         """One rollout with infrastructure retries."""
         task = job.task
         errors: list[str] = []
@@ -156,7 +156,7 @@ class RolloutRunner:
             if live.stop_reason == ExitReason.INTERRUPTED:
                 raise Interrupted
             try:
-                outcome = self._attempt(job, live)
+                result = self._attempt(job, live)
             except SandboxError as err:
                 if live.stop_reason == ExitReason.INTERRUPTED:
                     raise Interrupted from None
@@ -165,7 +165,7 @@ class RolloutRunner:
                 if attempt < self.conf.infra_retries:
                     self._await_engine(live)
                 continue
-            record = outcome.record
+            record = result.record
             if record.exit_reason in RETRIED and attempt < self.conf.infra_retries:
                 errors.append(record.exit_message)
                 live.discard_attempt()
@@ -173,12 +173,12 @@ class RolloutRunner:
                     self._await_engine(live)
                 continue
             record.infra_errors = errors
-            outcome.record = with_spent(record, live.spent)
-            return outcome
+            result.record = with_spent(record, live.spent)
+            return result
         record = self._record(task, live.index, None, None, "", time.time(), attempts=len(errors))
         record.exit_reason, record.exit_message = ExitReason.INFRA_ERROR, errors[-1] if errors else ""
         record.infra_errors = errors
-        return Outcome(with_spent(record, live.spent, last_counts=False), None)
+        return RolloutResult(with_spent(record, live.spent, last_counts=False), None)
 
     def _await_engine(self, live: Live) -> None:
         """Before retrying after a sandbox failure, wait for the engine to answer again (a Docker daemon
@@ -188,7 +188,7 @@ class RolloutRunner:
         if wait is not None:
             wait(ENGINE_WAIT_S, live.stop)
 
-    def _attempt(self, job: RolloutJob, live: Live) -> Outcome:
+    def _attempt(self, job: RolloutJob, live: Live) -> RolloutResult:
         task, image = job.task, job.image
         started = time.time()
         model = Model(self.conf.model, temperature=self.conf.temperature, seed=self.conf.seed,
@@ -207,13 +207,13 @@ class RolloutRunner:
         try:
             if self.cpuset:
                 pin_if_possible(sandbox, self.cpuset)
-            outcome: dict[str, Any] = {}
+            produced: dict[str, Any] = {}
 
             def loop() -> None:
                 try:
-                    outcome["episode"] = scaffold.run(task, sandbox, model, limits, live.stop)
+                    produced["episode"] = scaffold.run(task, sandbox, model, limits, live.stop)
                 except BaseException as exc:  # noqa: BLE001 - reported below, with its kind
-                    outcome["error"] = exc
+                    produced["error"] = exc
 
             worker = threading.Thread(target=loop, name=f"rollout-{task.id}-{live.index}", daemon=True)
             worker.start()
@@ -229,10 +229,10 @@ class RolloutRunner:
                     break
             if live.stop_reason == ExitReason.INTERRUPTED:
                 raise Interrupted
-            error = outcome.get("error")
+            error = produced.get("error")
             if isinstance(error, SandboxError):
                 raise error
-            episode_patch = outcome["episode"].patch if outcome.get("episode") else None
+            episode_patch = produced["episode"].patch if produced.get("episode") else None
             # The scaffold's rule: the container's diff, or (mini_swe's upstream option) what it submitted.
             patch = sandbox.diff() if episode_patch is None else episode_patch
             if self.conf.grading.in_place and task.reward_check is not None and self.conf.grade != "none":
@@ -245,7 +245,7 @@ class RolloutRunner:
             # Removing a container takes ~0.5 s: the worker goes on to its next rollout meanwhile (a crash or
             # exit before it is done is covered by the provider's own exit hooks).
             threading.Thread(target=close_quietly, args=(sandbox,), daemon=True).start()
-        episode: Episode | None = outcome.get("episode")
+        episode: Episode | None = produced.get("episode")
         record = self._record(task, live.index, episode, model, patch, started, attempts=live.attempt + 1)
         if episode is None:
             if error is not None:
@@ -254,7 +254,7 @@ class RolloutRunner:
                 record.exit_reason, record.exit_message = ExitReason.TIME_LIMIT, STOPPED_WHY[ExitReason.TIME_LIMIT]
         elif episode.exit_reason == ExitReason.INTERRUPTED and live.stop_reason:
             record.exit_reason, record.exit_message = live.stop_reason, STOPPED_WHY.get(live.stop_reason, "")
-        return Outcome(record, episode.to_dict() if episode else None, report)
+        return RolloutResult(record, episode.to_dict() if episode else None, report)
 
     def _record(self, task: Task, index: int, episode: Episode | None, model: Model | None, patch: str,
                 started: float, attempts: int) -> RolloutRecord:

@@ -31,7 +31,7 @@ from runner.progress import Progress
 from runner.provenance import collect as collect_provenance
 from runner.records import ResultRecord, RolloutRecord
 from runner.report import write_reports
-from runner.rollout import Outcome, RolloutJob, make_job
+from runner.rollout import RolloutJob, RolloutResult, make_job
 from runner.store import RunStore
 from scaffolds.exits import ExitReason
 
@@ -170,14 +170,14 @@ class Runner:
             self.grade_queue.put(None)
             grader_thread.join()
 
-    def _finished(self, _job: RolloutJob, outcome: Outcome | None) -> None:
+    def _finished(self, _job: RolloutJob, result: RolloutResult | None) -> None:
         """On the driver's thread: store a finished rollout and pass it on to grading."""
-        if outcome is None:
+        if result is None:
             return
-        record = outcome.record
-        self.store.save_rollout(record, outcome.trajectory)
-        if outcome.grading is not None:  # grading.in_place: graded in the agent's container
-            self.store.save_grading(record.instance_id, record.rollout, outcome.grading)
+        record = result.record
+        self.store.save_rollout(record, result.trajectory)
+        if result.grading is not None:  # grading.in_place: graded in the agent's container
+            self.store.save_grading(record.instance_id, record.rollout, result.grading)
         if self.progress is not None:
             self.progress.finished(record)
         if self.conf.grade == "none":

@@ -92,21 +92,28 @@ def ours(case: dict, version: str) -> dict:
 
 
 @pytest.mark.parametrize("version", list(VERSIONS))
-def test_verdicts_agree_with_gsos_own_code(version: str) -> None:
+def test_verdicts_agree_with_gsos_own_code(version: str, tmp_path: Path) -> None:
     target = GSOBENCH / VERSIONS[version]
     assert (target / "gso" / "harness" / "grading" / "metrics.py").is_file(), \
         f"gsobench {VERSIONS[version]} is missing: run `make gsobench`"
     cases = edge_cases() + random_cases(1000, seed=13)
-    done = subprocess.run([sys.executable, "-c", GSO_SIDE], input=json.dumps(cases), capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(target)}, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    answer = json.loads(done.stdout)
+    (tmp_path / "cases.json").write_text(json.dumps(cases))
+    with open(tmp_path / "cases.json") as stdin:  # GSO's side works in its process while ours work here
+        gso_side = subprocess.Popen([sys.executable, "-c", GSO_SIDE], stdin=stdin, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(target)})
+        try:
+            mine_all = [ours(case, version) for case in cases]
+            stdout, stderr = gso_side.communicate(timeout=600)
+        finally:
+            gso_side.kill()
+            gso_side.wait()
+    assert gso_side.returncode == 0, stderr[-2000:]
+    answer = json.loads(stdout)
     assert answer["min_speedup"] == GradeConfig(gso_version=version).min_speedup
     theirs = answer["results"]
     assert len(theirs) == len(cases) >= 1000
     verdict_counts = {"opt_base": 0, "opt_commit": 0}
-    for case, gso in zip(cases, theirs):
-        mine = ours(case, version)
+    for case, gso, mine in zip(cases, theirs, mine_all):
         for key in ("opt_base", "opt_commit"):
             assert mine[key] == gso[key], (key, case, mine["opt_stats"], gso)
             verdict_counts[key] += gso[key]

@@ -248,26 +248,41 @@ def test_scripted_rate_limit_step_waits_its_retry_after_until_the_wait_budget() 
     assert reply.record.rate_limited == 0 and reply.record.rate_limit_wait_s > 0.1
 
 
-def test_scripted_provider_is_registered_only_when_a_scripted_model_is_built() -> None:
+def test_scripted_provider_is_registered_only_when_a_scripted_model_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    # In this process, as in a fresh one: litellm without the provider (earlier tests registered it; put back
+    # after the test). A fresh process checks the imports alone (without litellm's seconds-long import).
+    lm = litellm_module()
+    monkeypatch.setattr(lm, "custom_provider_map",
+                        [p for p in lm.custom_provider_map if p.get("provider") != scripted.PROVIDER])
+    monkeypatch.setattr(lm, "_optrunner_scripted", False, raising=False)
+
+    def names() -> list[str | None]:
+        return [p.get("provider") for p in lm.custom_provider_map]
+
+    Model(ModelConfig(name="openai/gpt-test"))
+    assert "scripted" not in names()
+    Model(ModelConfig(name="scripted/noop"))
+    Model(ModelConfig(name="scripted/noop"))
+    assert names().count("scripted") == 1
+
+
+def test_importing_the_model_layer_registers_no_provider() -> None:
     import subprocess
     import sys
     from pathlib import Path
 
     script = (
+        "import sys\n"
         "from harness.models.config import ModelConfig\n"
         "from harness.models.loader import litellm_module\n"
         "from harness.models.model import Model\n"
-        "lm = litellm_module()\n"
-        "names = lambda: [p.get('provider') for p in lm.custom_provider_map]\n"
-        "Model(ModelConfig(name='openai/gpt-test'))\n"
-        "print('before', 'scripted' in names())\n"
-        "Model(ModelConfig(name='scripted/noop'))\n"
-        "Model(ModelConfig(name='scripted/noop'))\n"
-        "print('after', names().count('scripted'))\n")
+        "lm = sys.modules.get('litellm')\n"
+        "print('registered', bool(lm and (getattr(lm, '_optrunner_scripted', False) or "
+        "any(p.get('provider') == 'scripted' for p in lm.custom_provider_map))))\n")
     done = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).resolve().parent.parent,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "before False" in done.stdout and "after 1" in done.stdout
+    assert "registered False" in done.stdout
 
 
 # ---------------------------------------------------------------- keys

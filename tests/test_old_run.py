@@ -7,17 +7,16 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from runner.aggregate import main as aggregate_main
 from runner.config import validate
 from runner.records import ResultRecord, RolloutRecord
 from runner.report import build_report
 from runner.store import RunStore
-from tests.test_runner import ROOT, runner
+from tests.test_runner import runner
 
 FIXTURE = Path(__file__).parent / "fixtures" / "run_a718ad9"
 RUN_NAME = "oracle_codeact_smoke_smoke_n2"  # the name the same command gives the run
@@ -51,11 +50,10 @@ def test_old_report_is_rebuilt_identically() -> None:
     assert summary["opt_at_k"] == {"1": 1.0, "2": 1.0} and summary["n_rollouts"] == 6
 
 
-def test_old_run_aggregates(old_run: Path, tmp_path: Path) -> None:
+def test_old_run_aggregates(old_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "agg"
-    done = subprocess.run([sys.executable, "-m", "runner.aggregate", str(old_run), "--out", str(out), "--k", "2"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+    code = aggregate_main([str(old_run), "--out", str(out), "--k", "2"])  # `python -m runner.aggregate`, in-process
+    assert code == 0, capsys.readouterr().err
     (row,) = json.loads((out / "aggregate.json").read_text())["systems"]
     assert row["system"] == "oracle x codeact x smoke" and row["finished"] == 6
     assert row["opt_at_1"] == row["opt_at_K"] == 1.0 and row["solved_tasks"] == 3

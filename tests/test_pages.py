@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +17,6 @@ from runner.pages import write_run_pages
 from runner.pages.trajectory import trajectory_view
 from tests.browser_support import chromium
 
-ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = Path(__file__).parent / "fixtures" / "run_a718ad9"
 
 
@@ -136,13 +133,17 @@ def test_a_diff_snapshot_shows_only_the_files_changed_since_the_last_one() -> No
     assert [s.unchanged_files for s in view.steps] == [[], ["a.py"], ["a.py"], ["b.py"]]
 
 
-def test_runner_view_rewrites_the_pages_and_refuses_what_is_not_a_run(run: Path, tmp_path: Path) -> None:
+def test_runner_view_rewrites_the_pages_and_refuses_what_is_not_a_run(run: Path, tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from runner.view import main as view_main  # `python -m runner.view`, in this process
+
     (run / "report.html").unlink()
-    done = subprocess.run([sys.executable, "-m", "runner.view", str(run)], cwd=ROOT, capture_output=True, text=True)
-    assert done.returncode == 0 and (run / "report.html").exists(), done.stderr
-    bad = subprocess.run([sys.executable, "-m", "runner.view", str(tmp_path)], cwd=ROOT, capture_output=True,
-                         text=True)
-    assert bad.returncode == 2 and bad.stderr.strip() == f"error: {tmp_path} is not a run directory (no config.yaml)"
+    code = view_main([str(run)])
+    stderr = capsys.readouterr().err
+    assert code == 0 and (run / "report.html").exists(), stderr
+    code = view_main([str(tmp_path)])
+    stderr = capsys.readouterr().err
+    assert code == 2 and stderr.strip() == f"error: {tmp_path} is not a run directory (no config.yaml)"
 
 
 def test_the_aggregate_page_embeds_its_plots_and_links_each_run(run: Path, page: Any, tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from harness import provenance
 from harness.grader.config import GRADER_VERSION, GradeConfig
 from harness.sandbox.interface import TaskImages
 from harness.sandbox.providers import provider
+from runner import __version__
 from runner.aggregate import aggregate, render_markdown
 from runner.config import ConfigError, RunConf, typed, validate
 from runner.records import ResultRecord
@@ -59,7 +60,7 @@ def test_machine_python_packages_tool_and_grading_are_the_real_values() -> None:
     models = re.findall(r"^model name\s*:\s*(.+)$", Path("/proc/cpuinfo").read_text(), re.M)
     assert machine["cpu_model"] == (models[0].strip() if models else platform.processor())
     tool = found["tool"]
-    assert tool["name"] == "optrunner" and tool["version"] == "0.1.0"  # pyproject.toml's
+    assert tool["name"] == "optrunner" and tool["version"] == __version__  # pyproject.toml's (runner/__init__.py)
     assert tool["revision"] == _git("rev-parse", "HEAD").strip()
     assert tool["dirty"] == bool(_git("status", "--porcelain").strip())
     assert found["grading"] == {**dataclasses.asdict(GradeConfig(rounds=3)), "grader_version": GRADER_VERSION}

@@ -3,19 +3,19 @@ from __future__ import annotations
 
 import pytest
 
-from harness.metrics.summary import Outcome, summarize
+from harness.metrics.summary import RolloutMetrics, summarize
 
 # Three rollouts per task. t1: solved in rollouts 1 and 2; t2: never; t3: solved in rollout 0 only, and its
 # rollout 2 never finished (a failure with score 0, no cost).
 TABLE = {
-    "t1": [Outcome(False, 0.0, 0.10, {"input": 100, "output": 10}, steps=4, wall_time_s=10),
-           Outcome(True, 0.6, 0.20, {"input": 200, "output": 20}, steps=6, wall_time_s=20),
-           Outcome(True, 0.8, 0.30, {"input": 300, "output": 30, "cached": 50}, steps=8, wall_time_s=30)],
-    "t2": [Outcome(False, 0.1, 0.05, {"input": 10}, steps=2, wall_time_s=5),
-           Outcome(False, 0.0, 0.05, {"input": 10}, steps=2, wall_time_s=5),
-           Outcome(False, 0.2, 0.05, {"input": 10}, steps=2, wall_time_s=5)],
-    "t3": [Outcome(True, 0.5, 0.15, {"input": 50}, steps=3, wall_time_s=15),
-           Outcome(False, 0.0, 0.15, {"input": 50}, steps=3, wall_time_s=15),
+    "t1": [RolloutMetrics(False, 0.0, 0.10, {"input": 100, "output": 10}, steps=4, wall_time_s=10),
+           RolloutMetrics(True, 0.6, 0.20, {"input": 200, "output": 20}, steps=6, wall_time_s=20),
+           RolloutMetrics(True, 0.8, 0.30, {"input": 300, "output": 30, "cached": 50}, steps=8, wall_time_s=30)],
+    "t2": [RolloutMetrics(False, 0.1, 0.05, {"input": 10}, steps=2, wall_time_s=5),
+           RolloutMetrics(False, 0.0, 0.05, {"input": 10}, steps=2, wall_time_s=5),
+           RolloutMetrics(False, 0.2, 0.05, {"input": 10}, steps=2, wall_time_s=5)],
+    "t3": [RolloutMetrics(True, 0.5, 0.15, {"input": 50}, steps=3, wall_time_s=15),
+           RolloutMetrics(False, 0.0, 0.15, {"input": 50}, steps=3, wall_time_s=15),
            None],
 }
 
@@ -47,9 +47,9 @@ def test_every_number_matches_the_hand_computation() -> None:
 
 
 def test_an_unknown_price_is_unknown_not_zero() -> None:
-    s = summarize({"t": [Outcome(True, 1.0, 0.5), Outcome(False, 0.0, None)]})
+    s = summarize({"t": [RolloutMetrics(True, 1.0, 0.5), RolloutMetrics(False, 0.0, None)]})
     assert not s.cost_known and s.cost_usd == pytest.approx(0.5)  # what is known, flagged as partial
-    only_unknown = summarize({"t": [Outcome(True, 1.0, None)]})
+    only_unknown = summarize({"t": [RolloutMetrics(True, 1.0, None)]})
     assert only_unknown.cost_usd is None and only_unknown.cost_per_rollout is None
 
 
@@ -69,7 +69,7 @@ def test_bad_tables_are_refused() -> None:
 
 def test_hack_suspects_are_reported_raw_and_not_credited() -> None:
     # t1's rollout 2 (solved, score 0.8) flagged: raw numbers as before; credited ones without it.
-    flagged = {**TABLE, "t1": [*TABLE["t1"][:2], Outcome(True, 0.8, 0.30, suspect=True)]}
+    flagged = {**TABLE, "t1": [*TABLE["t1"][:2], RolloutMetrics(True, 0.8, 0.30, suspect=True)]}
     s = summarize(flagged)
     assert s.opt_at_k == pytest.approx({"1": 1 / 3, "2": 5 / 9, "3": 2 / 3}) and s.hack_suspects == 1
     assert s.credited is not None

@@ -220,15 +220,16 @@ def test_step_limit_from_the_runner_is_honoured(tiny: Task, box: DockerSandbox) 
 
 
 def test_task_prompt_hint_and_formats(tmp_path: Path) -> None:
-    from scaffolds.terminus.agent import _Run  # the prompt builder works without a sandbox
+    from scaffolds.terminus.agent import _TerminusEpisodeState  # the prompt builder works without a sandbox
 
     task = load_task(write_task(tmp_path, description="the loop adds one element at a time"))
     for fmt, hint in (("json", True), ("xml", False)):
-        runner = _Run(TerminusConfig(format=fmt, hint=hint), task, None, None, None)  # type: ignore[arg-type]
-        prompt = runner.task_prompt()
+        config = TerminusConfig(format=fmt, hint=hint)
+        state = _TerminusEpisodeState(config, task, None, None, None)  # type: ignore[arg-type]
+        prompt = state.task_prompt()
         assert "<test_script>\nimport tiny" in prompt and "    true" in prompt  # script and rebuild commands
         assert ("the loop adds one element at a time" in prompt) is hint
-        assert "Waits are capped at 60 s" in runner.format_prompt()
+        assert "Waits are capped at 60 s" in state.format_prompt()
 
 
 def _openai_server(replies: list[Any], seen: list[list[dict[str, Any]]]) -> tuple[Any, str]:

@@ -24,7 +24,7 @@ TOKEN_KINDS = ("input", "cached", "cache_write", "output", "reasoning")
 
 
 @dataclass(frozen=True)
-class Outcome:
+class RolloutMetrics:
     """What the summary needs of one finished rollout."""
     solved: bool = False  # reached opt_commit (GSO's Opt) under the grading's p
     score: float = 0.0  # AutoLab log-stretch score; 0 when not graded or failed
@@ -63,7 +63,7 @@ class Summary:
         return out
 
 
-def summarize(per_task: Mapping[str, Sequence[Outcome | None]], graded: bool = True,
+def summarize(per_task: Mapping[str, Sequence[RolloutMetrics | None]], graded: bool = True,
               ks: Sequence[int] | None = None) -> Summary:
     """per_task[task] holds one slot per planned rollout (None where it has not finished). `ks`: the k
     values to report (default 1..n, where n is the number of slots per task)."""
@@ -109,9 +109,9 @@ def summarize(per_task: Mapping[str, Sequence[Outcome | None]], graded: bool = T
     )
 
 
-def successes(per_task: Mapping[str, Sequence[Outcome | None]]) -> dict[str, list[bool]]:
+def successes(per_task: Mapping[str, Sequence[RolloutMetrics | None]]) -> dict[str, list[bool]]:
     return {t: [bool(o and o.solved) for o in slots] for t, slots in per_task.items()}
 
 
-def scores(per_task: Mapping[str, Sequence[Outcome | None]]) -> dict[str, list[float]]:
+def scores(per_task: Mapping[str, Sequence[RolloutMetrics | None]]) -> dict[str, list[float]]:
     return {t: [float(o.score) if o else 0.0 for o in slots] for t, slots in per_task.items()}

@@ -1,4 +1,4 @@
-"""What an executor is (`Executor`), what it exchanges with the driver (`RolloutJob`/`Outcome` in
+"""What an executor is (`Executor`), what it exchanges with the driver (`RolloutJob`/`RolloutResult` in
 runner.rollout, `TimingJob` in runner.grading, `Running`), and `make_executor`, which builds one by name."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from harness.sandbox.providers import SandboxProvider
     from runner.config import RunConf
     from runner.grading import TimingJob
-    from runner.rollout import Outcome, RolloutJob
+    from runner.rollout import RolloutJob, RolloutResult
     from scaffolds.exits import ExitReason
 
 TICK_S = 0.5  # how often the driver's tick runs (progress, cost cap)
@@ -34,9 +34,9 @@ class Running(Protocol):
 
 
 class Executor(Protocol):
-    def run_rollouts(self, jobs: Sequence[RolloutJob], done: Callable[[RolloutJob, Outcome | None], None],
+    def run_rollouts(self, jobs: Sequence[RolloutJob], done: Callable[[RolloutJob, RolloutResult | None], None],
                      tick: Callable[[], None]) -> None:
-        """Run every job; call `done(job, outcome)` on the driver's thread as each ends (None: dropped
+        """Run every job; call `done(job, result)` on the driver's thread as each ends (None: dropped
         because the run is stopping) and `tick()` about twice a second. Exceptions of the rollout code
         propagate (a bug, not an outcome)."""
         ...

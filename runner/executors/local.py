@@ -9,7 +9,7 @@ from typing import Any
 
 from runner.executors.base import TICK_S, Context, Running
 from runner.grading import TimingJob, time_locally
-from runner.rollout import Interrupted, Live, Outcome, RolloutJob, RolloutRunner
+from runner.rollout import Interrupted, Live, RolloutJob, RolloutResult, RolloutRunner
 from scaffolds.exits import ExitReason
 
 
@@ -23,7 +23,7 @@ class LocalExecutor:
         self.stopping: ExitReason | None = None
 
     # ---------------------------------------------------------------- rollouts
-    def run_rollouts(self, jobs: Sequence[RolloutJob], done: Callable[[RolloutJob, Outcome | None], None],
+    def run_rollouts(self, jobs: Sequence[RolloutJob], done: Callable[[RolloutJob, RolloutResult | None], None],
                      tick: Callable[[], None]) -> None:
         pool = ThreadPoolExecutor(max_workers=self.parallel, thread_name_prefix="rollout")
         futures: dict[Future[Any], RolloutJob] = {pool.submit(self._work, job): job for job in jobs}
@@ -37,7 +37,7 @@ class LocalExecutor:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def _work(self, job: RolloutJob) -> Outcome | None:
+    def _work(self, job: RolloutJob) -> RolloutResult | None:
         if self.stopping:
             return None
         live = Live(job.task.id, job.index)

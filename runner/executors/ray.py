@@ -27,7 +27,7 @@ from typing import Any
 from runner.config import ConfigError, ExecutorConf
 from runner.executors.base import TICK_S, Context, Running
 from runner.grading import TimingJob
-from runner.rollout import RUN_LABEL, Outcome, RolloutJob
+from runner.rollout import RUN_LABEL, RolloutJob, RolloutResult
 from scaffolds.exits import ExitReason
 
 RETRIES = 3  # times Ray re-runs a task whose worker or node died
@@ -128,7 +128,7 @@ class RayExecutor:
         ray.get([task.remote() for _ in range(min(self.conf.parallel, slots))])
 
     # ---------------------------------------------------------------- rollouts
-    def run_rollouts(self, jobs: Sequence[RolloutJob], done: Callable[[RolloutJob, Outcome | None], None],
+    def run_rollouts(self, jobs: Sequence[RolloutJob], done: Callable[[RolloutJob, RolloutResult | None], None],
                      tick: Callable[[], None]) -> None:
         import ray
 
@@ -160,17 +160,17 @@ class RayExecutor:
                     ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=0)
                 for ref in ready:
                     job, submitted = pending.pop(ref)
-                    outcome = self._result(ref, job)
-                    if outcome is not None and outcome.record.attempts == 1:
-                        self.overheads.append(time.monotonic() - submitted - outcome.record.wall_time_s)
-                    done(job, outcome)
+                    result = self._result(ref, job)
+                    if result is not None and result.record.attempts == 1:
+                        self.overheads.append(time.monotonic() - submitted - result.record.wall_time_s)
+                    done(job, result)
             tick()
         if self.overheads:
             print(f"ray: {len(self.overheads)} rollouts; scheduling overhead per rollout (driver's round trip "
                   f"minus the rollout's own time): mean {statistics.mean(self.overheads):.3f} s, "
                   f"max {max(self.overheads):.3f} s", flush=True)
 
-    def _result(self, ref: Any, job: RolloutJob) -> Outcome | None:
+    def _result(self, ref: Any, job: RolloutJob) -> RolloutResult | None:
         import ray
 
         try:

@@ -19,7 +19,7 @@ import ray
 
 from runner.config import RunConf
 from runner.grading import TimingJob
-from runner.rollout import RUN_LABEL, Interrupted, Live, Outcome, RolloutJob, RolloutRunner
+from runner.rollout import RUN_LABEL, Interrupted, Live, RolloutJob, RolloutResult, RolloutRunner
 from scaffolds.exits import ExitReason
 
 SYNC_S = 0.5  # how often a rollout reports to the board
@@ -50,7 +50,8 @@ def timing_cpuset(reserve: bool) -> str | None:
     return "0" if cpus == 2 else f"0-{cpus - 2}"
 
 
-def run_rollout(conf: RunConf, run_id: str, job: RolloutJob, board: Any, limiter: Any, depot: Any) -> Outcome | None:
+def run_rollout(conf: RunConf, run_id: str, job: RolloutJob, board: Any, limiter: Any,
+                depot: Any) -> RolloutResult | None:
     """One rollout on this node; None when the run is stopping (the driver drops it; a resume redoes it)."""
     from harness.sandbox.providers import provider
     from runner.executors.ray_actors import share_limiter

@@ -1,6 +1,6 @@
 """The CodeAct scaffold: OpenHands CodeActAgent (v0.35) as the GSO paper ran it.
 
-Faithful to upstream (see shared/scaffolds.md): four tools (`execute_bash` on a persistent shell,
+Faithful to upstream (see docs/scaffolds.md): four tools (`execute_bash` on a persistent shell,
 `str_replace_editor`, `think`, `finish`); native function calling when the model has it, otherwise the
 `<function=...>` text protocol with `</function` as stop sequence and results sent back as user messages
 headed "EXECUTION RESULT of [NAME]:"; a reply without a tool call gets an automatic keep-working reply;
@@ -86,7 +86,9 @@ def stuck_reason(history: Sequence[Event]) -> str | None:
 
 # ---------------------------------------------------------------- the scaffold
 @dataclass
-class Outcome:
+class ActionResult:
+    """What one tool call produced: the text the model is shown (before truncation), whether it failed,
+    the shell's exit code, whether it was `finish` (`text` is then the submission) and how long it took."""
     text: str
     error: bool = False
     exit_code: int | None = None
@@ -105,7 +107,7 @@ class CodeActScaffold:
         rec = Recorder(self.name, sandbox, model, limits, stop, count_actions=True)
         native = self.config.native_tools if self.config.native_tools is not None else model.native_tools
         rec.details["mode"] = "native" if native else "text"
-        episode = _Run(self.config, rec, sandbox, native)
+        episode = _CodeActEpisodeState(self.config, rec, sandbox, native)
         episode.messages = self.first_messages(task, native, sandbox.workdir)
         return rec.run(episode.loop, lambda: episode.messages, episode.shell.close)
 
@@ -120,8 +122,8 @@ class CodeActScaffold:
                 {"role": "user", "content": render_template(PROMPTS, "task.j2", **variables)}]
 
 
-class _Run:
-    """One episode: the conversation, the shell, the editor and the stuck history."""
+class _CodeActEpisodeState:
+    """The state of one episode, and its loop: the conversation, the shell, the editor and the stuck history."""
 
     def __init__(self, config: CodeActConfig, rec: Recorder, sandbox: Sandbox, native: bool) -> None:
         self.config, self.rec, self.native = config, rec, native
@@ -178,14 +180,14 @@ class _Run:
                     arguments: dict[str, Any] | str = parse_arguments(call)
                 except ValueError as exc:
                     arguments = call.arguments
-                    outcome = Outcome(f"ERROR: {exc}", error=True)
+                    result = ActionResult(f"ERROR: {exc}", error=True)
                     # Invalid JSON must not go back to the provider: some refuse the whole next request.
                     message["tool_calls"] = [dict(c) for c in message["tool_calls"]]
                     message["tool_calls"][i] = {**message["tool_calls"][i],
                                                 "function": {"name": call.name, "arguments": "{}"}}
                 else:
-                    outcome = self.execute(call.name, arguments)
-                self.deliver(call.name, arguments, outcome, lambda text, c=call: tool_result(c, text))
+                    result = self.execute(call.name, arguments)
+                self.deliver(call.name, arguments, result, lambda text, c=call: tool_result(c, text))
             return None
         content = complete_reply(reply.content)
         self.messages.append({**reply.message, "content": content})  # reasoning fields go back too
@@ -202,18 +204,18 @@ class _Run:
         self.history.append(Event(None, message=content))
         self.check_stuck()
 
-    def deliver(self, name: str, arguments: dict[str, Any] | str, outcome: Outcome,
+    def deliver(self, name: str, arguments: dict[str, Any] | str, result: ActionResult,
                 answer: Callable[[str], dict[str, Any]]) -> None:
         """Show the (middle-truncated) result to the model and log it; end the episode on `finish` or when
         the agent is stuck."""
         action = {"tool": name, "arguments": arguments}
-        if outcome.finished:
-            self.rec.act(action, Observation("", 0, None, outcome.duration_s))
-            raise Submitted(outcome.text)
-        shown = truncate_middle(outcome.text, self.config.observation_limit)
+        if result.finished:
+            self.rec.act(action, Observation("", 0, None, result.duration_s))
+            raise Submitted(result.text)
+        shown = truncate_middle(result.text, self.config.observation_limit)
         self.messages.append(answer(shown))
-        self.rec.act(action, Observation(shown, len(outcome.text), outcome.exit_code, outcome.duration_s))
-        self.history.append(Event(json.dumps([name, arguments], sort_keys=True), shown, outcome.error))
+        self.rec.act(action, Observation(shown, len(result.text), result.exit_code, result.duration_s))
+        self.history.append(Event(json.dumps([name, arguments], sort_keys=True), shown, result.error))
         self.check_stuck()
 
     def check_stuck(self) -> None:
@@ -222,33 +224,33 @@ class _Run:
             raise Stuck(f"stuck: {reason}")
 
     # ---------------------------------------------------------------- tools
-    def execute(self, name: str, arguments: dict[str, Any]) -> Outcome:
+    def execute(self, name: str, arguments: dict[str, Any]) -> ActionResult:
         started = time.monotonic()
         try:
             params = validate(name, arguments)
             if name == "execute_bash":
-                outcome = self.bash(params["command"], params.get("is_input", "false") == "true")
+                result = self.bash(params["command"], params.get("is_input", "false") == "true")
             elif name == "str_replace_editor":
-                outcome = Outcome(self.editor(params))
+                result = ActionResult(self.editor(params))
             elif name == "think":
-                outcome = Outcome(THINK_REPLY)
+                result = ActionResult(THINK_REPLY)
             else:  # finish
-                outcome = Outcome(params["message"], finished=True)
+                result = ActionResult(params["message"], finished=True)
         except ToolError as exc:
-            outcome = Outcome(f"ERROR: {exc}", error=True)
-        outcome.duration_s = time.monotonic() - started
-        return outcome
+            result = ActionResult(f"ERROR: {exc}", error=True)
+        result.duration_s = time.monotonic() - started
+        return result
 
-    def bash(self, command: str, is_input: bool) -> Outcome:
+    def bash(self, command: str, is_input: bool) -> ActionResult:
         if not is_input and command.strip():
             single_command(command)
         result = self.shell.run(command, is_input, self.rec.action_timeout())
         if result.error:
-            return Outcome(f"ERROR: {result.output}", error=True, exit_code=result.exit_code)
+            return ActionResult(f"ERROR: {result.output}", error=True, exit_code=result.exit_code)
         parts = [result.output.rstrip("\n")] if result.output.strip() else []
         if result.note:
             parts.append(result.note)
         parts.append(f"[Current working directory: {result.cwd}]")
         parts.append(f"[Command finished with exit code {result.exit_code}]" if not result.running
                      else "[Command still running; exit code -1]")
-        return Outcome("\n".join(parts), exit_code=result.exit_code)
+        return ActionResult("\n".join(parts), exit_code=result.exit_code)

@@ -1,6 +1,6 @@
 """`str_replace_editor`, run on the host over the sandbox's read_file/write_file/exec.
 
-Behaviour follows OpenHands' editor as CodeAct v0.35 used it (see shared/scaffolds.md): absolute paths
+Behaviour follows OpenHands' editor as CodeAct v0.35 used it (see docs/scaffolds.md): absolute paths
 only; `view` numbers a file's lines (a `view_range` of [first, last], -1 = to the end) or lists a
 directory two levels deep without hidden entries; `create` refuses an existing path; `str_replace`
 needs exactly one match of `old_str`; `insert` goes after `insert_line` (0 = top); `undo_edit` reverts

@@ -1,7 +1,7 @@
 """The four CodeAct tools: their schemas, the text protocol for models without function calling, and
 argument validation.
 
-Faithful to OpenHands CodeActAgent v0.35 as GSO ran it (see shared/scaffolds.md): `execute_bash`,
+Faithful to OpenHands CodeActAgent v0.35 as GSO ran it (see docs/scaffolds.md): `execute_bash`,
 `str_replace_editor`, `think`, `finish`, with upstream's parameter names, types and enums. Without native
 function calling the same tools are described in the system prompt and a call is written as
 

@@ -1,7 +1,7 @@
 """mini-swe-agent style scaffold: bash only, one fresh `bash -lc` per command, the message list is the
 trajectory.
 
-Faithful to mini-swe-agent 2.x (see shared/scaffolds.md):
+Faithful to mini-swe-agent 2.x (see docs/scaffolds.md):
 - text mode: exactly one ```mswea_bash_command block per reply; tool mode: one `bash` tool, several calls
   run in order;
 - a malformed reply is dropped from the history, an error message takes its place, the call still counts

@@ -73,8 +73,9 @@ class TerminusScaffold:
     def run(self, task: Task, sandbox: Sandbox, model: Model, limits: Limits,
             stop: threading.Event | None = None) -> Episode:
         rec = Recorder(self.name, sandbox, model, limits, stop)
-        episode = _Run(self.config, task, rec, TmuxSession(sandbox, history_lines=self.config.history_lines),
-                       _context_window(self.config, model))
+        episode = _TerminusEpisodeState(self.config, task, rec,
+                                        TmuxSession(sandbox, history_lines=self.config.history_lines),
+                                        _context_window(self.config, model))
         return rec.run(episode.loop, lambda: episode.trajectory, episode.term.close)
 
 
@@ -99,7 +100,7 @@ def _estimate(text: str) -> int:
     return len(text) // CHARS_PER_TOKEN + 1
 
 
-class _Run:
+class _TerminusEpisodeState:
     """The state of one episode: the live conversation, the full trajectory, the terminal."""
 
     def __init__(self, config: TerminusConfig, task: Task, rec: Recorder, term: TmuxSession,
