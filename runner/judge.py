@@ -1,8 +1,9 @@
 """`optrunner judge RUN_DIR --judge MODEL [--votes N] [judge.key=value ...] [--force]` (or `python -m
 runner.judge RUN_DIR judge=MODEL ...`): judge a graded run's rollouts with an LLM (hack votes for those that
-reached opt_commit, ISO-Bench's soft labels for every one with a patch) and add the judge's sections to its reports. Judgements are stored per judge
-(judging/<judge.id>/) and reused while the settings, patch and grading outcome match, so the command
-resumes; another judge's judgements are kept, and the reports show their agreement."""
+reached opt_commit, ISO-Bench's soft labels for every one with a patch) and add the judge's sections to its
+reports. Judgements are stored per judge (judging/<judge.id>/) and reused while the settings, patch and
+grading outcome match, so the command resumes; another judge's judgements are kept, and the reports show
+their agreement."""
 from __future__ import annotations
 
 import argparse
@@ -11,7 +12,6 @@ from pathlib import Path
 
 from runner import CONF_DIR
 from runner.config import ConfigError
-
 
 
 def judge_config(overrides: list[str]):  # -> JudgeConfig

@@ -124,7 +124,7 @@ def _score_vs_cost(result: dict[str, Any], path: Path) -> str | None:
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for i, (row, (cost, score)) in enumerate(zip(rows, points)):
         ax.scatter(cost, score, s=60 if i in front else 30, marker="*" if i in front else "o", label=row["system"])
-    ordered = sorted((points[i] for i in front))
+    ordered = sorted(points[i] for i in front)
     if len(ordered) > 1:
         ax.plot(*zip(*ordered), linestyle="--", color="gray", label="Pareto front")
     ax.set_xscale("log")

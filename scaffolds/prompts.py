@@ -1,7 +1,7 @@
 """Prompt templates (Jinja, beside each scaffold) and the middle cut for long observations."""
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ def truncate_middle(text: str, limit: int, note: str = "[... {n} characters cut 
     return text[:head] + "\n" + marker + "\n" + text[len(text) - (limit - head):]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _templates(folder: str) -> jinja2.Environment:
     """One environment per prompt folder: templates are parsed once, not at every step."""
     return jinja2.Environment(loader=jinja2.FileSystemLoader(folder), undefined=jinja2.StrictUndefined,

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from runner.aggregate import aggregate, render_markdown
-from runner.study import Run, pareto_front
 from runner.config import ConfigError, RunConf
 from runner.records import ResultRecord, RolloutRecord
+from runner.study import Run, pareto_front
 from runner.truncate import patch_at
 from tests.conftest import write_task
 from tests.test_runner import FAST, ROOT, SLOW, runner, wait_for
@@ -133,7 +133,7 @@ def test_model_sweep_ranks_oracle_over_weaker_over_noop(study_tasks: Path, tmp_p
     rows = {row["model"]: row for row in result["systems"]}
     assert rows["oracle"]["dominance"] == 1.0 and rows["oracle-weaker"]["dominance"] == 0.5
     assert rows["noop"]["dominance"] == 0.0
-    for model, row in rows.items():  # the table is what results.jsonl says
+    for _model, row in rows.items():  # the table is what results.jsonl says
         records = [json.loads(x) for x in (Path(row["run"]) / "results.jsonl").read_text().splitlines()]
         assert len(records) == 4
         scores = {t: [r["score"] for r in records if r["instance_id"] == t] for t in ("alpha", "beta")}

@@ -72,7 +72,7 @@ def random_cases(count: int, seed: int) -> list[dict]:
             s_commit = math.exp(rng.gauss(0.3, 0.3))
 
             def noisy(mean: float) -> list[float]:
-                return [mean * math.exp(rng.gauss(0, 0.03)) for _ in range(runs)]
+                return [mean * math.exp(rng.gauss(0, 0.03)) for _ in range(runs)]  # noqa: B023 - called at once
 
             base.append(noisy(t))
             patch.append(noisy(t / s_patch))

@@ -18,7 +18,8 @@ from __future__ import annotations
 import argparse
 import pickle
 import time
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 
 def time_experiment(ns: dict[str, Any], eqcheck: bool = False, reference: bool = False, prefix: str = "") -> float:

@@ -192,7 +192,7 @@ def _calibrate(task: Task, goal: Objective, patch_box: Sandbox, first: Verificat
         return {"score": None, "reason": "no solution/solve.sh to measure the reference with"}
     states = {"base": start("base"), "patch": patch_box, "reference": start("reference")}
     ref = states["reference"]
-    for name, data, mode in task.solution_files:
+    for name, data, _mode in task.solution_files:
         ref.write_file(f"/solution/{name}", data)
     solved = ref.exec("bash /solution/solve.sh", timeout=task.build_timeout, cwd=ref.workdir)
     if solved.exit_code != 0:

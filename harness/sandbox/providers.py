@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping, Sequence
-from functools import lru_cache
+from functools import cache
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from harness.sandbox.interface import Sandbox, SandboxLimits, TaskImages
@@ -66,7 +66,7 @@ class SandboxProvider(Protocol):
         ...
 
 
-@lru_cache(maxsize=None)
+@cache
 def provider(name: str = "docker") -> SandboxProvider:
     if name not in PROVIDERS:
         raise ValueError(f"unknown sandbox provider {name!r}; known: {', '.join(PROVIDERS)}")

@@ -15,8 +15,6 @@ import numpy as np
 from harness.grader.states import patch_sections
 
 
-
-
 @dataclass
 class ObservationView:
     text: str  # what the model was shown
@@ -168,9 +166,9 @@ def tests_view(report: dict[str, Any]) -> list[TestView]:
     rounds = report.get("round_times") or {}
     out = []
     for i, name in enumerate(names):
-        def pick(key: str) -> float | None:
+        def pick(key: str) -> float | None:  # called within this iteration only
             values = speedups.get(key) or []
-            return float(values[i]) if i < len(values) and values[i] is not None else None
+            return float(values[i]) if i < len(values) and values[i] is not None else None  # noqa: B023
         spread = None
         patch, commit = (rounds.get("patch") or {}).get(name), (rounds.get("commit") or {}).get(name)
         if patch and commit and len(patch) == len(commit):

@@ -21,7 +21,7 @@ import os
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 from harness.sandbox.docker.containers import docker_client
@@ -67,7 +67,7 @@ def _leftovers(image: str, since: float) -> list:
 
 
 def _created_epoch(created: str) -> float:
-    return datetime.strptime(created[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
+    return datetime.strptime(created[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC).timestamp()
 
 
 def measure_upstream(image: str, steps: int = 50) -> dict:

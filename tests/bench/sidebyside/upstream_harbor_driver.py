@@ -68,7 +68,7 @@ class DockerExecEnvironment(BaseEnvironment):
                                                     stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
         try:
             out, _ = await asyncio.wait_for(proc.communicate(), timeout=timeout_sec or None)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             proc.kill()
             await proc.wait()
             raise RuntimeError(f"Command timed out after {timeout_sec} seconds") from None
