@@ -56,7 +56,7 @@ wheel-check: images
 
 # The offline main job end to end: the oracle model, 2 rollouts per smoke task, graded; prints the report path.
 demo: images
-	$(PY) -m runner tasks=smoke rollouts=2
+	$(VENV)/bin/optrunner run tasks=smoke rollouts=2
 
 bench: images browser
 	$(PY) -m tests.bench

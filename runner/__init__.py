@@ -1,13 +1,15 @@
 """The rollout orchestrator: plans tasks x rollouts, runs them under limits, hands diffs to the grader.
 
-__main__.py  the Hydra app (`python -m runner`); config.py its schema, built on each layer's own config
+__main__.py  the Hydra app (`optrunner run`, `python -m runner`); config.py its schema, built on each
+             layer's own config; overrides.py the command line checked before Hydra composes it
 plan.py      which tasks and rollouts          rollout.py   one rollout under limits, with retries
-executors/   where rollouts run (local)        run.py       one experiment, phase by phase
+executors/   where rollouts run (local, ray)   run.py       one experiment, phase by phase
 records.py   typed records                     store.py     the run directory, its only owner
-grading.py   a run's gradings                  grade.py     `python -m runner.grade`
+grading.py   a run's gradings                  grade.py     `optrunner grade RUN_DIR`
 report.py    report.json / report.md           progress.py  the live display
-study.py     runs loaded for comparison        aggregate.py `python -m runner.aggregate`
+study.py     runs loaded for comparison        aggregate.py `optrunner aggregate`
 plots.py     the study plots                   truncate.py  post-hoc step truncation
+judge.py     `optrunner judge`                 view.py      `optrunner view` (pages/: the HTML)
 cli.py       the `optrunner` command: one entry point over all of the above
 """
 from pathlib import Path

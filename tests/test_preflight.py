@@ -28,7 +28,7 @@ def clean(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def local(server: OpenAIServer, **overrides: Any) -> ModelConfig:
-    """`model=local` as the README configures it: no key."""
+    """`model=local` as docs/configuration.md configures it: no key."""
     fields: dict[str, Any] = dict(name="openai/test-model", api_base=server.base_url, price=PRICE, backoff_s=0.01)
     fields.update(overrides)
     return ModelConfig(**fields)
