@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from harness.grader.anchors import Objective, anchored_score, calibrate, objective
+from harness.grader.anchors import Objective, anchored_score, calibrate, objective, read_metric
 
 TIME = Objective("time_s", lower_is_better=True, scale="log")
 COUNT = Objective("comparisons", lower_is_better=True, scale="linear")
@@ -76,3 +76,28 @@ def test_one_slow_round_does_not_decide_reaching_the_reference() -> None:
     assert out["reaches_reference"] and out["reference_ratio"] == pytest.approx(0.0153 / 0.0156)
     zero = calibrate({"base": [10], "reference": [2], "patch": [0]}, COUNT)
     assert zero["reaches_reference"] and zero["score"] == pytest.approx(0.5 * 10 / 8)
+
+
+@pytest.mark.parametrize(("extras", "metric", "value", "where"), [
+    # the key the task names
+    ({"reward": 0.3, "runtime_seconds": 1.5, "metric": 9.0}, "runtime_seconds", 1.5, "reward.json['runtime_seconds']"),
+    # AutoLab's CPU tasks: the value under 'metric'
+    ({"reward": 0.3, "correctness": True, "metric": 2.25, "speedup": 1.1}, "cycles", 2.25, "the value under 'metric'"),
+    # AutoLab's CUDA tasks: 'metric' names it, 'score' holds it
+    ({"reward": 0.4, "score": 3.5, "metric": "runtime_ms", "speedup": 2.0}, "runtime_ms", 3.5,
+     "reward.json['score'] ('metric' names 'runtime_ms')"),
+])
+def test_the_metric_is_read_by_autolabs_conventions(extras: dict, metric: str, value: float, where: str) -> None:
+    found, said = read_metric(extras, metric)
+    assert found == value and where in said
+
+
+@pytest.mark.parametrize("extras", [
+    {"metric": "runtime_ms", "score": 3.5},  # 'metric' names another metric
+    {"metric": True, "cycles": "fast"},  # a bool is no number, nor is a string
+    {"metric": "cycles", "score": float("nan")},
+    {},
+])
+def test_no_metric_is_none_with_what_was_looked_for(extras: dict) -> None:
+    found, said = read_metric(extras, "cycles")
+    assert found is None and said.startswith("reward.json has no numeric 'cycles'")

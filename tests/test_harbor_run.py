@@ -116,6 +116,7 @@ def test_anchors_are_measured_in_the_same_session() -> None:
     assert {state: len(values) for state, values in calibration["rounds"].items()} == \
         {"base": 3, "patch": 3, "reference": 3}
     assert calibration["scale"] == "log" and calibration["reference_score"] == 0.5
+    assert calibration["read_from"] == "reward.json['time_s']"  # the key [optimization].metric names
     assert abs(report["score"] - 0.5) <= 0.05 and report["opt_commit"]  # the reference reaches itself
     uncalibrated = grade(task, patch, image, GradeConfig(rounds=3, calibrate=False))
     assert "calibration" not in uncalibrated and uncalibrated["score"] == uncalibrated["reward"]

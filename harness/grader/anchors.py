@@ -45,6 +45,25 @@ def objective(optimization: Mapping[str, Any], override: str | None = None) -> O
     return Objective(metric, lower, "log" if scale.startswith("log") else "linear")
 
 
+def _number(value: Any) -> float | None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
+
+
+def read_metric(extras: Mapping[str, Any], metric: str) -> tuple[float | None, str]:
+    """The metric's value in reward.json's fields and where it was read, by AutoLab's conventions as well:
+    the key the task names (`[optimization].metric`); else `metric` holding the number (AutoLab's CPU tasks
+    write `{"metric": 0.42, ...}`); else `score` when `metric` holds the metric's name (its CUDA tasks write
+    `{"metric": "runtime_ms", "score": 3.1, ...}`). (None, what was looked for) when none of them has it."""
+    if (value := _number(extras.get(metric))) is not None:
+        return value, f"reward.json[{metric!r}]"
+    if metric != "metric" and (value := _number(extras.get("metric"))) is not None:
+        return value, "reward.json['metric'] (the value under 'metric')"
+    if extras.get("metric") == metric and (value := _number(extras.get("score"))) is not None:
+        return value, f"reward.json['score'] ('metric' names {metric!r})"
+    return None, f"reward.json has no numeric {metric!r}, no numeric 'metric' and no 'score' named {metric!r}"
+
+
 def anchored_score(value: float, base: float, reference: float, goal: Objective) -> float:
     """The score of `value` with base -> 0 and reference -> 0.5, capped to [0, 1]."""
     if goal.scale == "log":

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from harness.grader.anchors import Objective, calibrate, objective
+from harness.grader.anchors import Objective, calibrate, objective, read_metric
 from harness.grader.config import GradeConfig
 from harness.grader.states import PATCH_PATH
 from harness.sandbox.interface import ExecResult, Sandbox, SandboxError, pin_if_possible
@@ -175,9 +175,7 @@ def verify(box: Sandbox, check: RewardCheck) -> Verification:
 
 
 def _metric(verification: Verification, goal: Objective) -> float | None:
-    value = verification.extras.get(goal.metric)
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    return float(value) if ok else None
+    return read_metric(verification.extras, goal.metric)[0]
 
 
 def _calibrate(task: Task, goal: Objective, patch_box: Sandbox, first: Verification,
@@ -186,8 +184,9 @@ def _calibrate(task: Task, goal: Objective, patch_box: Sandbox, first: Verificat
     interleaved rounds here, and the score those anchors give (anchors.py)."""
     check = task.reward_check
     assert check is not None
-    if _metric(first, goal) is None:
-        return {"score": None, "reason": f"reward.json has no numeric {goal.metric!r}: the task's anchors stay"}
+    value, where = read_metric(first.extras, goal.metric)
+    if value is None:
+        return {"score": None, "reason": f"{where}: the task's anchors stay"}
     if not task.solution_files:
         return {"score": None, "reason": "no solution/solve.sh to measure the reference with"}
     states = {"base": start("base"), "patch": patch_box, "reference": start("reference")}
@@ -217,7 +216,7 @@ def _calibrate(task: Task, goal: Objective, patch_box: Sandbox, first: Verificat
             if value is None:
                 return {"score": None, "reason": f"a {state} run reported no numeric {goal.metric!r}"}
             values[state].append(value)
-    return calibrate(values, goal, config.p)
+    return {**calibrate(values, goal, config.p), "read_from": where}
 
 
 def _changed_pins(box: Sandbox, workdir: str, pins: dict[str, str]) -> list[str]:
