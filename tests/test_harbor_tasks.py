@@ -83,7 +83,9 @@ def test_dockerfile_rewrite_for_offline_builds() -> None:
                   "FROM debian:bookworm-slim\nCOPY --from=build /out/app /usr/local/bin/app\nWORKDIR /app\n"
                   'COPY ["x y", "/app/"]\n')
     assert from_images(dockerfile) == ["golang:1.22-bookworm", "debian:bookworm-slim"]
-    out = rewrite(dockerfile, {"golang:1.22-bookworm": "local/go", "debian:bookworm-slim": "local/base"})
+    out, changes = rewrite(dockerfile, {"golang:1.22-bookworm": "local/go", "debian:bookworm-slim": "local/base"},
+                           substituted={"golang:1.22-bookworm", "debian:bookworm-slim"})
+    assert changes == []  # nothing written for another distribution
     lines = out.splitlines()
     assert lines[0] == "FROM local/go AS build" and lines[6] == "FROM local/base"
     assert "COPY *.go ./" in lines and "COPY a.txt b.txt /data/" in lines and "COPY one.txt /data/one.txt" in lines
@@ -107,3 +109,44 @@ def test_reward_files_are_read_as_harbor_should(txt: str | None, raw_json: str |
     got, got_extras, why = read_reward(txt, raw_json)
     assert got == reward and got_extras == extras and reason in why
     assert (why == "") == (reward is not None)
+
+
+UBUNTU_DOCKERFILE = """FROM ubuntu:22.04
+ENV DEBIAN_FRONTEND=noninteractive
+RUN apt-get update && apt-get install -y --no-install-recommends \\
+        bash=5.1-6ubuntu1.1 \\
+        build-essential=12.9ubuntu3 \\
+        linux-tools-generic linux-tools-$(uname -r) \\
+        linux-cloud-tools-generic \\
+        tmux=3.2a-4ubuntu0.2 zlib1g-dev=1:1.2.11 && \\
+    rm -rf /var/lib/apt/lists/*
+RUN echo linux-tools-generic > /notes.txt
+COPY src/ /app/src/
+"""
+
+
+def test_a_stage_on_the_debian_substitute_gets_debians_packages() -> None:
+    out, changes = rewrite(UBUNTU_DOCKERFILE, {"ubuntu:22.04": "optrunner/base:x"}, substituted={"ubuntu:22.04"})
+    lines = out.splitlines()
+    assert lines[0] == "FROM optrunner/base:x"
+    install = "\n".join(lines[2:9])
+    assert "bash \\" in install and "build-essential \\" in install and "tmux zlib1g-dev=1:1.2.11 &&" in install
+    assert "linux-perf linux-perf \\" in install and "linux-cloud-tools" not in install and "ubuntu" not in install
+    assert "rm -rf /var/lib/apt/lists/*" in lines[8]
+    assert lines[9] == "RUN echo linux-tools-generic > /notes.txt"  # not an apt-get install: as written
+    assert changes == ["bash=5.1-6ubuntu1.1 -> bash (an Ubuntu version pin)",
+                       "build-essential=12.9ubuntu3 -> build-essential (an Ubuntu version pin)",
+                       "tmux=3.2a-4ubuntu0.2 -> tmux (an Ubuntu version pin)",
+                       "linux-tools-generic -> linux-perf", "linux-tools-$(uname -r) -> linux-perf",
+                       "linux-cloud-tools-generic dropped (Debian has no such package)"]
+    assert out.count("\n") == UBUNTU_DOCKERFILE.count("\n")  # the continuation lines kept
+
+
+def test_a_pulled_or_present_image_is_built_as_written() -> None:
+    out, changes = rewrite(UBUNTU_DOCKERFILE, {"ubuntu:22.04": "ubuntu:22.04"}, substituted=())
+    assert out == UBUNTU_DOCKERFILE and changes == []
+    # a second stage on a substitute is adapted, the first (pulled) one is not
+    two = UBUNTU_DOCKERFILE + "FROM debian:bookworm\nRUN apt-get install -y linux-tools-common\n"
+    out, changes = rewrite(two, {"debian:bookworm": "optrunner/base:x"}, substituted={"debian:bookworm"})
+    assert "linux-tools-generic linux-tools-$(uname -r)" in out and out.endswith("RUN apt-get install -y linux-perf\n")
+    assert changes == ["linux-tools-common -> linux-perf"]

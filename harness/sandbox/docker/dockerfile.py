@@ -1,21 +1,20 @@
 """A task's own Dockerfile (Harbor's environment/), built on a machine where no registry may answer.
 
-Each `FROM` image is used when present, else pulled, else replaced by a local base of its family:
-    python:*, debian:*, ubuntu:*, buildpack-deps:*  ->  the base image (Debian 12, python3 3.11, gcc, git)
-    rust:*                                          ->  the base image + Debian's rustc and cargo
-    golang:*                                        ->  the base image + Go 1.22 from bookworm-backports
-`base_map` (image -> local tag) overrides any of them. Instructions written in the Python or Rust
-images' own terms (`pip install` from the registry) may still need the network the build has.
-One more rewrite: `COPY a b dest` and `COPY *.go dest` get a trailing slash on `dest`, which Docker's
-legacy builder requires.
+Each `FROM` image is used when present, else pulled, else replaced by a local substitute of its family
+(substitutes.py: python, rust, golang, debian, ubuntu, buildpack-deps), in whose stages Ubuntu's package
+names and version pins are made Debian's; every such change is logged. `base_map` (image -> local tag)
+overrides any of them. Instructions that fetch from a language's registry (`pip install`) may still need
+the network the build has. One more rewrite: `COPY a b dest` and `COPY *.go dest` get a trailing slash on
+`dest`, which Docker's legacy builder requires.
 """
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import re
 import tarfile
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 import docker
 import docker.errors
@@ -24,17 +23,10 @@ from harness.sandbox.docker.containers import LABEL
 from harness.sandbox.docker.images import (Progress, commit_image, content_hash, image_exists, run_step,
                                            scratch_container)
 from harness.sandbox.docker.prebuilt import NotAvailable, pull
+from harness.sandbox.docker.substitutes import FAMILIES, adapt_run
 from harness.sandbox.interface import ImageBuildError
 from harness.tasks.task import Task
 
-# family -> (Debian packages added to the base, shell commands run before installing them, extra PATH)
-FAMILIES: dict[str, tuple[tuple[str, ...], str, str]] = {
-    "python": ((), "", ""), "debian": ((), "", ""), "ubuntu": ((), "", ""), "buildpack-deps": ((), "", ""),
-    "rust": (("rustc", "cargo"), "", ""),
-    "golang": (("golang-1.22-go",), "echo 'deb http://deb.debian.org/debian bookworm-backports main' "
-               "> /etc/apt/sources.list.d/backports.list && apt-get update -qq && apt-get install -y -qq -t "
-               "bookworm-backports golang-1.22-go && ", "/usr/lib/go-1.22/bin"),
-}
 _FROM = re.compile(r"^(\s*FROM\s+)(?:--platform=\S+\s+)?(\S+)(.*)$", re.IGNORECASE)
 _COPY = re.compile(r"^(\s*(?:COPY|ADD)\s+)(.*)$", re.IGNORECASE)
 
@@ -45,32 +37,51 @@ def _family(image: str) -> str:
 
 def _family_base(client: docker.DockerClient, family: str, base: str, progress: Progress) -> str:
     """The base image, plus what the family's images bring (built once, cached by content)."""
-    packages, setup, path = FAMILIES[family]
-    if not packages:
+    kind = FAMILIES[family]
+    if not kind.packages and not kind.env:
         return base
-    tag = f"optrunner/base-{family}:{content_hash(base.encode(), json.dumps(FAMILIES[family]).encode())}"
+    tag = f"optrunner/base-{family}:{content_hash(base.encode(), json.dumps(dataclasses.asdict(kind)).encode())}"
     if image_exists(client, tag):
         return tag
-    progress(f"substitute for {family}: the base image + {' '.join(packages)}")
+    progress(f"substitute for {family}: the base image + {' '.join(kind.packages)}")
     container = scratch_container(client, base, network=True)
     try:
-        install = setup if setup else f"apt-get update -qq && apt-get install -y -qq {' '.join(packages)} && "
+        install = kind.setup or f"apt-get update -qq && apt-get install -y -qq {' '.join(kind.packages)} && "
         run_step(container, f"export DEBIAN_FRONTEND=noninteractive; {install}rm -rf /var/lib/apt/lists/*",
                  f"substitute for {family}")
-        env_path = f"{path}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" if path else None
-        commit_image(container, tag, {"PATH": env_path} if env_path else {}, {LABEL: "root"}, workdir="/")
+        env = dict(kind.env)
+        if kind.path:
+            env["PATH"] = f"{kind.path}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+        commit_image(container, tag, env, {LABEL: "root"}, workdir="/")
     finally:
         container.remove(force=True)
     return tag
 
 
-def rewrite(dockerfile: str, resolve: Mapping[str, str]) -> str:
-    """The Dockerfile with FROM images replaced per `resolve` and legacy-builder COPY fixes."""
-    out = []
+def rewrite(dockerfile: str, resolve: Mapping[str, str], substituted: Collection[str] = ()) -> tuple[str, list[str]]:
+    """The Dockerfile with FROM images replaced per `resolve`, the RUN instructions of stages built on a local
+    substitute (`substituted`: those original images) adapted to Debian, and legacy-builder COPY fixes;
+    and one line per change made to an instruction."""
+    out: list[str] = []
+    changes: list[str] = []
+    on_substitute = False
+    pending: list[str] = []  # a RUN instruction's lines, until its last continuation
     for line in dockerfile.splitlines():
+        if pending or re.match(r"\s*RUN\s", line, re.IGNORECASE):
+            pending.append(line)
+            if line.rstrip().endswith("\\"):
+                continue
+            run, pending = "\n".join(pending), []
+            if on_substitute:
+                run, made = adapt_run(run)
+                changes += made
+            out.append(run)
+            continue
         match = _FROM.match(line)
-        if match and match.group(2) in resolve:
-            line = f"{match.group(1)}{resolve[match.group(2)]}{match.group(3)}"
+        if match:
+            on_substitute = match.group(2) in substituted
+            if match.group(2) in resolve:
+                line = f"{match.group(1)}{resolve[match.group(2)]}{match.group(3)}"
         copy = _COPY.match(line)
         if copy and not copy.group(2).lstrip().startswith("["):
             args = copy.group(2).split()
@@ -78,7 +89,8 @@ def rewrite(dockerfile: str, resolve: Mapping[str, str]) -> str:
             if args and not args[-1].endswith("/") and (len(sources) > 1 or any(c in "".join(sources) for c in "*?")):
                 line = f"{copy.group(1)}{' '.join(args[:-1])} {args[-1]}/"
         out.append(line)
-    return "\n".join(out) + "\n"
+    out += pending  # a file ending inside a continuation: as written
+    return "\n".join(out) + "\n", changes
 
 
 def from_images(dockerfile: str) -> list[str]:
@@ -122,7 +134,10 @@ def ensure_dockerfile_image(client: docker.DockerClient, task: Task, base: str, 
     context = task.environment
     original = (context / "Dockerfile").read_text()
     resolved = {image: _resolve(client, image, base, base_map, progress, task) for image in from_images(original)}
-    dockerfile = rewrite(original, resolved)
+    # a stage on a local substitute (not a present, pulled or mapped image) is adapted to Debian
+    substituted = {image for image, tag in resolved.items()
+                   if tag != image and image not in base_map and _family(image) in FAMILIES}
+    dockerfile, changes = rewrite(original, resolved, substituted)
     files = sorted(p for p in context.rglob("*") if p.is_file() and p.name != "Dockerfile")
     chunks = [dockerfile.encode(), *(client.images.get(t).id.encode() for t in resolved.values())]
     for path in files:
@@ -130,9 +145,11 @@ def ensure_dockerfile_image(client: docker.DockerClient, task: Task, base: str, 
     tag = f"optrunner/harbor-{task.id.lower()}:{content_hash(*chunks)}"
     if image_exists(client, tag):
         return tag
-    substituted = {k: v for k, v in resolved.items() if k != v}
-    progress(f"[{task.id}] building {tag}" + (f" (FROM {', '.join(f'{k} -> {v}' for k, v in substituted.items())})"
-                                              if substituted else ""))
+    replaced = {k: v for k, v in resolved.items() if k != v}
+    progress(f"[{task.id}] building {tag}" + (f" (FROM {', '.join(f'{k} -> {v}' for k, v in replaced.items())})"
+                                              if replaced else ""))
+    for change in changes:
+        progress(f"[{task.id}] for the Debian base: {change}")
     archive = io.BytesIO()
     with tarfile.open(fileobj=archive, mode="w") as tar:
         for path in files:
