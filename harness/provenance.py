@@ -36,6 +36,7 @@ def collect(sandboxes: "SandboxProvider | None" = None, images: Mapping[str, "Ta
     images), `grading` its grading settings; the engine is asked through `sandboxes`."""
     return {"tool": tool(), "python": platform.python_version(), "packages": packages(),
             "engine": engine_version(sandboxes), "images": image_ids(sandboxes, images or {}),
+            "adapted": {task_id: list(pair.adapted) for task_id, pair in (images or {}).items() if pair.adapted},
             "machine": machine(), "grading": grading_settings(grading)}
 
 

@@ -55,6 +55,7 @@ def markdown(prov: dict[str, Any]) -> list[str]:
             f"| Docker engine | {_v(prov.get('engine'))} |",
             f"| machine | {machine_label(prov)} |",
             f"| images | {_images_line(prov.get('images') or {})} |",
+            f"| built for the local base | {_adapted_line(prov.get('adapted') or {})} |",
             f"| grading settings | {_grading_line(prov.get('grading'))} |"]
 
 
@@ -72,6 +73,13 @@ def machine_label(prov: dict[str, Any]) -> str:
     memory = m.get("memory_bytes")
     size = f"{memory / 2**30:.1f} GiB" if isinstance(memory, int) else "memory unknown"
     return f"{_v(m.get('hostname'))}: {_v(m.get('cpu_model'))}, {_v(m.get('cores'))} cores, {size}, {_v(m.get('os'))}"
+
+
+def _adapted_line(adapted: dict[str, list[str]]) -> str:
+    """The tasks whose images were changed to build here (substitute FROM images, Debian packages)."""
+    if not adapted:
+        return "-"
+    return "; ".join(f"{task}: {', '.join(lines)}" for task, lines in sorted(adapted.items()))
 
 
 def _images_line(images: dict[str, dict[str, Any]]) -> str:

@@ -214,3 +214,18 @@ def test_aggregate_keeps_each_runs_provenance_and_flags_two_revisions(tmp_path: 
     mixed = render_markdown(aggregate([a, _run_folder(tmp_path / "c", "c", "2" * 40)], k=1))
     (line,) = [line for line in mixed.splitlines() if "Mixed provenance" in line]
     assert "2 tool revisions" in line and "111111111111" in line and "222222222222" in line
+
+
+def test_images_built_for_the_local_base_are_listed_with_their_changes() -> None:
+    from harness.sandbox.interface import TaskImages
+    from runner.provenance import markdown
+
+    changes = ("FROM ubuntu:22.04 -> optrunner/base:x", "linux-tools-generic -> linux-perf")
+    images = {"c": TaskImages("optrunner/harbor-c:1", "optrunner/harbor-c:1", changes),
+              "plain": TaskImages("optrunner/task-plain:2", "optrunner/task-plain:2")}
+    found = provenance.collect(None, images)
+    assert found["adapted"] == {"c": list(changes)}  # only the images that were changed to build here
+    line = next(row for row in markdown(found) if row.startswith("| built for the local base |"))
+    assert "c: FROM ubuntu:22.04 -> optrunner/base:x, linux-tools-generic -> linux-perf" in line
+    assert "plain" not in line
+    assert next(row for row in markdown({}) if row.startswith("| built for the local base |")).endswith("| - |")

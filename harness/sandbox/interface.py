@@ -63,6 +63,9 @@ class TaskImages:
     prebuilt images keep the expert's commit and its eval script); otherwise both are one image."""
     agent: str  # what an agent's sandbox starts from
     grading: str  # what graded code states start from
+    # what was changed to build the task's own image on this machine (a FROM image replaced by a local
+    # substitute, an Ubuntu package made Debian's): empty when it was built as written
+    adapted: tuple[str, ...] = ()
 
 
 def memory_bytes(size: str) -> int | None:

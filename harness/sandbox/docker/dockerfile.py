@@ -31,6 +31,18 @@ _FROM = re.compile(r"^(\s*FROM\s+)(?:--platform=\S+\s+)?(\S+)(.*)$", re.IGNORECA
 _COPY = re.compile(r"^(\s*(?:COPY|ADD)\s+)(.*)$", re.IGNORECASE)
 
 
+ADAPTED = "optrunner.adapted"  # the image's label: what was changed to build it here (a JSON list of lines)
+
+
+def adapted_of(client: docker.DockerClient, tag: str) -> tuple[str, ...]:
+    """What was changed to build image `tag` here, from its label (an image built before the label: none)."""
+    try:
+        lines = json.loads((client.images.get(tag).labels or {}).get(ADAPTED) or "[]")
+    except (docker.errors.DockerException, ValueError):
+        return ()
+    return tuple(str(line) for line in lines) if isinstance(lines, list) else ()
+
+
 def _family(image: str) -> str:
     return image.rsplit("/", 1)[-1].split(":", 1)[0].split("@", 1)[0]
 
@@ -145,11 +157,10 @@ def ensure_dockerfile_image(client: docker.DockerClient, task: Task, base: str, 
     tag = f"optrunner/harbor-{task.id.lower()}:{content_hash(*chunks)}"
     if image_exists(client, tag):
         return tag
-    replaced = {k: v for k, v in resolved.items() if k != v}
-    progress(f"[{task.id}] building {tag}" + (f" (FROM {', '.join(f'{k} -> {v}' for k, v in replaced.items())})"
-                                              if replaced else ""))
-    for change in changes:
-        progress(f"[{task.id}] for the Debian base: {change}")
+    adapted = [f"FROM {image} -> {tag_}" for image, tag_ in resolved.items() if image in substituted] + changes
+    progress(f"[{task.id}] building {tag}")
+    for change in adapted:
+        progress(f"[{task.id}] for the local base: {change}")
     archive = io.BytesIO()
     with tarfile.open(fileobj=archive, mode="w") as tar:
         for path in files:
@@ -162,7 +173,8 @@ def ensure_dockerfile_image(client: docker.DockerClient, task: Task, base: str, 
     log: list[str] = []
     try:
         for event in client.api.build(fileobj=archive, custom_context=True, tag=tag, rm=True, forcerm=True,
-                                      pull=False, decode=True, labels={LABEL: "task", "optrunner.task": task.id}):
+                                      pull=False, decode=True, labels={LABEL: "task", "optrunner.task": task.id,
+                                                                       ADAPTED: json.dumps(adapted)}):
             if "stream" in event:
                 log.append(event["stream"])
             if "error" in event:

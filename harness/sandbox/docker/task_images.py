@@ -15,7 +15,7 @@ from collections.abc import Mapping
 import docker
 
 from harness.sandbox.docker.agent_image import ensure_agent_image
-from harness.sandbox.docker.dockerfile import ensure_dockerfile_image
+from harness.sandbox.docker.dockerfile import adapted_of, ensure_dockerfile_image
 from harness.sandbox.docker.images import BaseImageSpec, Progress, ensure_base_image, ensure_task_image
 from harness.sandbox.docker.prebuilt import NotAvailable, find_or_pull
 from harness.sandbox.docker.workspace import ensure_workspace_image
@@ -40,7 +40,8 @@ def ensure_images(client: docker.DockerClient, tasks: list[Task], spec: BaseImag
                 except NotAvailable as why:
                     raise ImageBuildError(f"task {task.id}: {why}") from None
             workspace = ensure_workspace_image(client, task, own, progress)
-            images[task.id] = TaskImages(agent=workspace, grading=workspace)
+            adapted = adapted_of(client, own) if task.environment is not None else ()
+            images[task.id] = TaskImages(agent=workspace, grading=workspace, adapted=adapted)
             continue
         grading, unavailable = None, ""
         if task.prebuilt_image and task.image_policy != "build":
