@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 console = Console(stderr=True, highlight=False, soft_wrap=True)  # log lines, never re-wrapped
 
 
-def _tasks_arg(parser: argparse.ArgumentParser, default: str = "suite") -> None:
+def tasks_args(parser: argparse.ArgumentParser, default: str = "suite") -> None:
     parser.add_argument("--tasks", default=None,
                         help="suite source: 'suite', 'smoke', comma-separated task ids, or a path to a folder of "
                              f"tasks (default: {default}); gso source: the hub id or a local file or folder of "
@@ -99,7 +99,7 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     return 0
 
 
-def _grading_args(parser: argparse.ArgumentParser) -> None:
+def grading_args(parser: argparse.ArgumentParser) -> None:
     add_grading_arguments(parser)
     parser.add_argument("--out", type=Path, default=None, help="output directory (default outputs/<command>-<time>)")
 
@@ -235,7 +235,7 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]",
     for name in names:
         p = sub.add_parser(name, help=helps[name], description=helps[name][0].upper() + helps[name][1:] + ".")
         if name in ("tasks", "build", "validate", "grade"):
-            _tasks_arg(p)
+            tasks_args(p)
         if name in ("build", "setup"):
             if name == "setup":
                 p.add_argument("--tasks", default="smoke", help="the tasks whose images to build (default smoke)")
@@ -244,7 +244,7 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]",
             p.add_argument("--base-image", default=BASE_IMAGE,
                            help="registry tag for the base image; debootstrap is used when it cannot be pulled")
         if name in ("validate", "grade"):
-            _grading_args(p)
+            grading_args(p)
         if name == "tasks":
             p.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
         if name == "validate":

@@ -74,14 +74,14 @@ def add_grade_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("run_dir", type=Path, nargs="?", help="a run's directory (outputs/runs/<name>)")
     parser.add_argument("--force", action="store_true", help="RUN_DIR: re-time every patch, ignoring stored reports")
-    harness_cli._tasks_arg(parser)
-    harness_cli._grading_args(parser)
+    harness_cli.tasks_args(parser)
+    harness_cli.grading_args(parser)
     harness_cli.predictions_args(parser, required=False)
 
 
 # Options that only grading predictions files takes (a run knows its tasks and writes into its own folder).
-PREDICTIONS_ONLY = ("tasks", "source", "out", "dataset_name", "run_id", "gso_compat", "only_predicted",
-                    "repo_mirror")
+PREDICTIONS_ONLY = ("tasks", "source", "split", "repo_mirror", "image", "network", "out", "dataset_name", "run_id",
+                    "gso_compat", "only_predicted")
 
 
 def run_grade(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -97,9 +97,10 @@ def run_grade(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return harness_cli.run(args)
     if args.run_dir is None:
         return _refuse(f"name what to grade: {PROG} grade RUN_DIR, or {PROG} grade --predictions FILE ...")
-    given = [name for name in PREDICTIONS_ONLY if getattr(args, name) != parser.get_default(name)]
+    flags = {action.dest: action.option_strings[0] for action in parser._actions if action.option_strings}
+    given = [flags[name] for name in PREDICTIONS_ONLY if getattr(args, name) != parser.get_default(name)]
     if given:
-        return _refuse(f"--{given[0].replace('_', '-')} is for grading --predictions files; "
+        return _refuse(f"{given[0]} is for grading --predictions files; "
                        f"a run is graded with its own tasks, in its own directory")
     return grade.run(args)
 

@@ -128,3 +128,12 @@ def test_judge_takes_settings_before_and_after_flags() -> None:
     args = cli.parse(["judge", "run_dir", "judge.temperature=0", "--judge", "scripted", "--votes", "3",
                       "judge.repairs=1"])
     assert judge.overrides_of(args) == ["judge=scripted", "judge.temperature=0", "judge.repairs=1", "judge.votes=3"]
+
+
+def test_grade_names_a_gso_flag_as_written(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, err = call(capsys, "grade", "some_run", "--dataset_name", "rows.jsonl")
+    assert code == 2 and err.startswith("error: --dataset_name is for grading --predictions files")
+    code, _, err = call(capsys, "grade", "some_run", "--split", "dev")
+    assert code == 2 and err.startswith("error: --split is for grading --predictions files")
