@@ -39,9 +39,10 @@ browser:
 test: images gsobench browser
 	$(PY) -m pytest -q
 
-# The tests that need no Docker engine (under a minute): config refusals, metrics, parsers, the CLI.
+# The tests that need no Docker engine (under a minute): config refusals, metrics, parsers, the CLI; spread
+# over the CPUs (they share no state but their own temporary folders).
 unit: venv gsobench browser
-	$(PY) -m pytest -q -m "not docker"
+	$(PY) -m pytest -q -m "not docker" -n auto
 
 lint: venv
 	$(PY) -m ruff check .
