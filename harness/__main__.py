@@ -257,8 +257,8 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]",
         p.set_defaults(func=globals()[f"cmd_{name}"])
 
 
-def build_parser(prog: str = "python -m harness") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__.splitlines()[0])
     add_commands(parser.add_subparsers(dest="command", required=True))
     return parser
 

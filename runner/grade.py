@@ -29,7 +29,7 @@ def regrade(run_dir: Path, force: bool = False, changes: dict[str, Any] | None =
     if changes:
         try:  # from the statistic as configured (e.g. auto), so a mode change resolves it anew
             stat = (plain.get("grading") or {}).get("stat", "auto")
-            conf.grading = GradeConfig(**{**dataclasses.asdict(conf.grading), "stat": stat, **(changes or {})})
+            conf.grading = GradeConfig(**{**dataclasses.asdict(conf.grading), "stat": stat, **changes})
         except ValueError as err:
             raise ConfigError(f"bad grading option: {err}") from None
     tasks = {t.id: t for t in select(conf)}
