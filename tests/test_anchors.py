@@ -78,6 +78,19 @@ def test_one_slow_round_does_not_decide_reaching_the_reference() -> None:
     assert zero["reaches_reference"] and zero["score"] == pytest.approx(0.5 * 10 / 8)
 
 
+@pytest.mark.parametrize("reference, patch, uncertain", [
+    # per-round ratios 0.8, 0.9, 1.02: the median (0.9) misses p, but resampled rounds reach it: uncertain
+    ([0.8, 0.9, 1.02], [1.0, 1.0, 1.0], True),
+    ([0.8, 0.85, 0.9], [1.0, 1.0, 1.0], False),  # every round below p: certainly not reached
+    ([1.0, 0.99, 0.97], [1.0, 1.0, 1.0], False),  # every round above p: certainly reached
+    ([0.5], [1.0], False),  # one round: an interval of one point straddles nothing
+])
+def test_a_verdict_that_noise_could_flip_is_flagged(reference: list, patch: list, uncertain: bool) -> None:
+    out = calibrate({"base": [10.0] * len(patch), "reference": reference, "patch": patch}, TIME, p=0.95)
+    assert out["uncertain"] is uncertain
+    assert out["ratio_interval"][0] == pytest.approx(min(reference)) and out["ratio_interval"][1] <= max(reference)
+
+
 @pytest.mark.parametrize(("extras", "metric", "value", "where"), [
     # the key the task names
     ({"reward": 0.3, "runtime_seconds": 1.5, "metric": 9.0}, "runtime_seconds", 1.5, "reward.json['runtime_seconds']"),

@@ -43,7 +43,10 @@ def test_the_oracle_reaches_the_reference_on_every_scaffold(tmp_path: Path, scaf
     # timed: anchors measured here, the reference scores 0.5; the task's own reward used another machine's
     ctiming = reports["ctiming"]
     assert ctiming["score_source"] == "calibrated" and abs(ctiming["score"] - 0.5) <= 0.05, ctiming["calibration"]
-    assert all(r["opt_commit"] for r in reports.values())  # every oracle reaches its reference
+    assert reports["sortcount"]["opt_commit"] and reports["wordstats"]["opt_commit"]  # exact: reached
+    # timed: the reference reaches itself, or this machine's noise (±15% over seconds on CI's 2 cores) is
+    # flagged as able to flip the verdict; never certainly below itself
+    assert ctiming["opt_commit"] or ctiming["uncertain"]["opt_commit"], ctiming["calibration"]
     assert ctiming["reward"] is not None and ctiming["calibration"]["base"] > ctiming["calibration"]["reference"]
     assert reports["sortcount"]["score_source"] == "reward"  # a count: the task's anchors hold anywhere
     assert reports["wordstats"]["reward_extras"]["baseline"] is None  # extras of any type are kept
@@ -117,7 +120,10 @@ def test_anchors_are_measured_in_the_same_session() -> None:
         {"base": 3, "patch": 3, "reference": 3}
     assert calibration["scale"] == "log" and calibration["reference_score"] == 0.5
     assert calibration["read_from"] == "reward.json['time_s']"  # the key [optimization].metric names
-    assert abs(report["score"] - 0.5) <= 0.05 and report["opt_commit"]  # the reference reaches itself
+    assert abs(report["score"] - 0.5) <= 0.05  # the reference scores 0.5 on the anchors measured here
+    # it reaches itself, or noise that could flip the verdict is flagged (see the scaffold test above)
+    assert report["opt_commit"] or report["uncertain"]["opt_commit"], calibration
+    assert report["uncertain"]["opt_commit"] == calibration["uncertain"]
     uncalibrated = grade(task, patch, image, GradeConfig(rounds=3, calibrate=False))
     assert "calibration" not in uncalibrated and uncalibrated["score"] == uncalibrated["reward"]
 

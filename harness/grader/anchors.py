@@ -83,11 +83,14 @@ def _ratio(a: float, b: float) -> float:
     return a / b if b else (math.inf if a else 1.0)
 
 
-def calibrate(rounds: Mapping[str, Sequence[float]], goal: Objective, p: float = 0.95) -> dict[str, Any]:
+def calibrate(rounds: Mapping[str, Sequence[float]], goal: Objective, p: float = 0.95, bootstrap: int = 2000,
+              seed: int = 0) -> dict[str, Any]:
     """The calibrated score from the metric's values per state and round (base, reference, patch):
     anchors and the patch's value are medians over rounds. `reaches_reference`: the patch's metric is
     within a factor `p` of the reference's (GSO's Opt_p, p = 0.95), so noise does not decide it; the
-    factor is the median of each round's ratio (the two ran back to back), as the timed grader pairs them."""
+    factor is the median of each round's ratio (the two ran back to back), as the timed grader pairs them.
+    `ratio_interval` is that median's 95% bootstrap interval over rounds, and `uncertain` says it straddles
+    `p`: on a noisy machine the verdict could have gone the other way (the timed grader's flag, too)."""
     med = {state: float(np.median(values)) for state, values in rounds.items()}
     out: dict[str, Any] = {"metric": goal.metric, "scale": goal.scale, "lower_is_better": goal.lower_is_better,
                            "rounds": {k: list(v) for k, v in rounds.items()}, "base": med["base"],
@@ -97,9 +100,22 @@ def calibrate(rounds: Mapping[str, Sequence[float]], goal: Objective, p: float =
     ratio = float(np.median(ratios)) if ratios else math.nan
     out["reference_ratio"] = ratio
     out["reaches_reference"] = bool(ratio >= p) if not math.isnan(ratio) else med["patch"] == med["reference"]
+    interval = _median_interval(ratios, bootstrap, seed)
+    out["ratio_interval"] = interval
+    out["uncertain"] = bool(interval and interval[0] < p <= interval[1])
     try:
         out["score"] = anchored_score(med["patch"], med["base"], med["reference"], goal)
         out["reference_score"] = anchored_score(med["reference"], med["base"], med["reference"], goal)
     except ValueError as err:
         out["score"], out["reason"] = None, str(err)
     return out
+
+
+def _median_interval(values: Sequence[float], bootstrap: int, seed: int) -> list[float]:
+    """The 2.5th and 97.5th percentiles of the median over `bootstrap` resamples of `values` ([] if none)."""
+    if not values:
+        return []
+    data = np.asarray(values, dtype=float)
+    picks = np.random.default_rng(seed).integers(0, len(data), size=(bootstrap, len(data)))
+    medians = np.median(data[picks], axis=1)
+    return [float(np.percentile(medians, 2.5)), float(np.percentile(medians, 97.5))]

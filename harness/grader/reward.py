@@ -16,7 +16,8 @@ Report: GSO's status keys where they apply (`status`, `reason`, `patch_successfu
 task's own `reward`, the `score` (the calibrated one when there is one, `score_source` says which) and
 `opt_commit` = the patch reaches the reference: its measured metric within `grading.p` (0.95) of the
 reference's when calibrated (GSO's Opt_p), else a reward of at least `grading.success` (0.5: the
-reference's); so Opt@K, Avg@k, Best@k and Dominance come from the same summary as for timing tasks.
+reference's), with `uncertain.opt_commit` when the calibrated verdict's bootstrap interval straddles
+`p`; so Opt@K, Avg@k, Best@k and Dominance come from the same summary as for timing tasks.
 `grading.in_place` verifies in the agent's own container instead, as Harbor does (recorded as
 `in_place` in the report).
 """
@@ -138,7 +139,8 @@ def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig,
             if calibration.get("score") is not None:
                 score = calibration["score"]
                 report.update(score=score, score_source="calibrated", opt_base=score > 0,
-                              opt_commit=calibration["reaches_reference"])
+                              opt_commit=calibration["reaches_reference"],
+                              uncertain={"opt_commit": calibration["uncertain"]})
         return report
     except SandboxError as err:
         report.update(status="error", reason=str(err))
@@ -216,7 +218,7 @@ def _calibrate(task: Task, goal: Objective, patch_box: Sandbox, first: Verificat
             if value is None:
                 return {"score": None, "reason": f"a {state} run reported no numeric {goal.metric!r}"}
             values[state].append(value)
-    return {**calibrate(values, goal, config.p), "read_from": where}
+    return {**calibrate(values, goal, config.p, config.bootstrap, config.seed), "read_from": where}
 
 
 def _changed_pins(box: Sandbox, workdir: str, pins: dict[str, str]) -> list[str]:
