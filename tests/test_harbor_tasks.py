@@ -83,8 +83,9 @@ def test_dockerfile_rewrite_for_offline_builds() -> None:
                   "FROM debian:bookworm-slim\nCOPY --from=build /out/app /usr/local/bin/app\nWORKDIR /app\n"
                   'COPY ["x y", "/app/"]\n')
     assert from_images(dockerfile) == ["golang:1.22-bookworm", "debian:bookworm-slim"]
-    out, changes = rewrite(dockerfile, {"golang:1.22-bookworm": "local/go", "debian:bookworm-slim": "local/base"},
-                           substituted={"golang:1.22-bookworm", "debian:bookworm-slim"})
+    done = rewrite(dockerfile, {"golang:1.22-bookworm": "local/go", "debian:bookworm-slim": "local/base"},
+                   substituted={"golang:1.22-bookworm", "debian:bookworm-slim"})
+    out, changes = done.text, done.changes
     assert changes == []  # nothing written for another distribution
     lines = out.splitlines()
     assert lines[0] == "FROM local/go AS build" and lines[6] == "FROM local/base"
@@ -126,7 +127,8 @@ COPY src/ /app/src/
 
 
 def test_a_stage_on_the_debian_substitute_gets_debians_packages() -> None:
-    out, changes = rewrite(UBUNTU_DOCKERFILE, {"ubuntu:22.04": "optrunner/base:x"}, substituted={"ubuntu:22.04"})
+    done = rewrite(UBUNTU_DOCKERFILE, {"ubuntu:22.04": "optrunner/base:x"}, substituted={"ubuntu:22.04"})
+    out, changes = done.text, done.changes
     lines = out.splitlines()
     assert lines[0] == "FROM optrunner/base:x"
     install = "\n".join(lines[2:9])
@@ -143,10 +145,51 @@ def test_a_stage_on_the_debian_substitute_gets_debians_packages() -> None:
 
 
 def test_a_pulled_or_present_image_is_built_as_written() -> None:
-    out, changes = rewrite(UBUNTU_DOCKERFILE, {"ubuntu:22.04": "ubuntu:22.04"}, substituted=())
+    done = rewrite(UBUNTU_DOCKERFILE, {"ubuntu:22.04": "ubuntu:22.04"}, substituted=())
+    out, changes = done.text, done.changes
     assert out == UBUNTU_DOCKERFILE and changes == []
     # a second stage on a substitute is adapted, the first (pulled) one is not
     two = UBUNTU_DOCKERFILE + "FROM debian:bookworm\nRUN apt-get install -y linux-tools-common\n"
-    out, changes = rewrite(two, {"debian:bookworm": "optrunner/base:x"}, substituted={"debian:bookworm"})
+    done = rewrite(two, {"debian:bookworm": "optrunner/base:x"}, substituted={"debian:bookworm"})
+    out, changes = done.text, done.changes
     assert "linux-tools-generic linux-tools-$(uname -r)" in out and out.endswith("RUN apt-get install -y linux-perf\n")
     assert changes == ["linux-tools-common -> linux-perf"]
+
+
+PYTHON_DOCKERFILE = """FROM python:3.11-slim
+WORKDIR /app
+RUN pip install --no-cache-dir uv==0.4.27 && \\
+    python3 -m pip install "numpy==1.26.4" --index-url https://pypi.org/simple
+COPY requirements.txt /tmp/requirements.txt
+COPY deps/ ./deps/
+RUN uv pip install --system --no-cache -r /tmp/requirements.txt -c deps/pins.txt
+RUN pip3 install -e . ; echo pip install later
+FROM python:3.11-slim AS other
+RUN pip install six
+"""
+
+
+def test_pip_installs_on_a_substitute_use_the_hosts_wheels(tmp_path: Path) -> None:
+    (tmp_path / "deps").mkdir()
+    (tmp_path / "requirements.txt").write_text("tomli==2.0.1\n")
+    (tmp_path / "deps" / "pins.txt").write_text("tomli<3\n")
+    done = rewrite(PYTHON_DOCKERFILE, {"python:3.11-slim": "optrunner/base-python:x"},
+                   substituted={"python:3.11-slim"}, context=tmp_path)
+    lines = done.text.splitlines()
+    wheels = "COPY --from={wheels} /opt/optrunner/wheels/ /opt/optrunner/wheels/"
+    assert lines[2] == wheels and lines.count(wheels) == 2  # before each stage's first install
+    assert lines[3] == "RUN pip install --no-index --find-links /opt/optrunner/wheels --no-cache-dir uv==0.4.27 && \\"
+    assert lines[4].startswith("    python3 -m pip install --no-index --find-links /opt/optrunner/wheels \"numpy")
+    assert "uv pip install --no-index --find-links /opt/optrunner/wheels --system" in lines[7]
+    assert lines[8] == "RUN pip3 install --no-index --find-links /opt/optrunner/wheels -e . ; echo pip install later"
+    assert [(p.requirements, p.files, p.index, p.local) for p in done.pip] == [
+        (["uv==0.4.27"], [], [], False),
+        (["numpy==1.26.4"], [], ["--index-url", "https://pypi.org/simple"], False),
+        ([], ["/tmp/requirements.txt", "/app/deps/pins.txt"], [], False),
+        ([], [], [], True),  # a local project: built from the wheelhouse's setuptools
+        (["six"], [], [], False)]
+    assert done.files == {"/tmp/requirements.txt": tmp_path / "requirements.txt",
+                          "/app/deps/pins.txt": tmp_path / "deps" / "pins.txt"}
+    assert "pip install uv==0.4.27: from wheels downloaded on the host" in done.changes
+    # a pulled image's stage is built as written
+    assert rewrite(PYTHON_DOCKERFILE, {}, substituted=()).text == PYTHON_DOCKERFILE

@@ -3,8 +3,9 @@
 Each `FROM` image is used when present, else pulled, else replaced by a local substitute of its family
 (substitutes.py: python, rust, golang, debian, ubuntu, buildpack-deps), in whose stages Ubuntu's package
 names and version pins are made Debian's; every such change is logged. `base_map` (image -> local tag)
-overrides any of them. Instructions that fetch from a language's registry (`pip install`) may still need
-the network the build has. One more rewrite: `COPY a b dest` and `COPY *.go dest` get a trailing slash on
+overrides any of them. A substituted stage's `pip install` lines install from wheels the host downloads
+(wheels.py), since pip inside a build may not reach the index; other registries (cargo, npm, go) still
+need the network the build has. One more rewrite: `COPY a b dest` and `COPY *.go dest` get a trailing slash on
 `dest`, which Docker's legacy builder requires.
 """
 from __future__ import annotations
@@ -12,9 +13,14 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import posixpath
 import re
+import subprocess
 import tarfile
+import tempfile
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import docker
 import docker.errors
@@ -24,6 +30,8 @@ from harness.sandbox.docker.images import (Progress, commit_image, content_hash,
                                            scratch_container)
 from harness.sandbox.docker.prebuilt import NotAvailable, pull
 from harness.sandbox.docker.substitutes import FAMILIES, adapt_run
+from harness.sandbox.docker.wheels import (IN_IMAGE, WHEELS_IMAGE, PipInstall, context_file, copy_sources,
+                                             download, offline_pip)
 from harness.sandbox.interface import ImageBuildError
 from harness.tasks.task import Task
 
@@ -70,13 +78,26 @@ def _family_base(client: docker.DockerClient, family: str, base: str, progress: 
     return tag
 
 
-def rewrite(dockerfile: str, resolve: Mapping[str, str], substituted: Collection[str] = ()) -> tuple[str, list[str]]:
+@dataclass
+class Rewritten:
+    """A Dockerfile made to build here: its text, one line per change made to an instruction, and the pip
+    installs of stages on a substitute, which install from a wheelhouse (wheels.py) with the files they
+    read (path in the image -> the build context's file)."""
+    text: str
+    changes: list[str]
+    pip: list[PipInstall] = field(default_factory=list)
+    files: dict[str, Path] = field(default_factory=dict)
+
+
+def rewrite(dockerfile: str, resolve: Mapping[str, str], substituted: Collection[str] = (),
+            context: Path | None = None) -> Rewritten:
     """The Dockerfile with FROM images replaced per `resolve`, the RUN instructions of stages built on a local
-    substitute (`substituted`: those original images) adapted to Debian, and legacy-builder COPY fixes;
-    and one line per change made to an instruction."""
+    substitute (`substituted`: those original images) adapted to Debian and their pip installs to the
+    wheelhouse, and legacy-builder COPY fixes; `context` (the build context) finds the requirement files."""
     out: list[str] = []
-    changes: list[str] = []
-    on_substitute = False
+    done = Rewritten("", [])
+    on_substitute, wheels_in = False, False
+    workdir, copies = "/", []  # the stage's WORKDIR and what its COPYs brought from the context
     pending: list[str] = []  # a RUN instruction's lines, until its last continuation
     for line in dockerfile.splitlines():
         if pending or re.match(r"\s*RUN\s", line, re.IGNORECASE):
@@ -86,23 +107,41 @@ def rewrite(dockerfile: str, resolve: Mapping[str, str], substituted: Collection
             run, pending = "\n".join(pending), []
             if on_substitute:
                 run, made = adapt_run(run)
-                changes += made
+                done.changes += made
+                run, installs = offline_pip(run, workdir)
+                if installs and not wheels_in:  # the wheelhouse, before the stage's first install
+                    out.append(f"COPY --from={WHEELS_IMAGE} {IN_IMAGE}/ {IN_IMAGE}/")
+                    wheels_in = True
+                for install in installs:
+                    done.changes.append(f"pip install {' '.join(install.requirements + install.files) or '.'}: "
+                                        "from wheels downloaded on the host")
+                    for path in install.files:
+                        found = context_file(path, copies, context) if context is not None else None
+                        if found is not None:
+                            done.files[path] = found
+                done.pip += installs
             out.append(run)
             continue
         match = _FROM.match(line)
         if match:
-            on_substitute = match.group(2) in substituted
+            on_substitute, wheels_in, workdir, copies = match.group(2) in substituted, False, "/", []
             if match.group(2) in resolve:
                 line = f"{match.group(1)}{resolve[match.group(2)]}{match.group(3)}"
+        parts = line.strip().split(None, 1)
+        if len(parts) == 2 and parts[0].upper() == "WORKDIR":
+            workdir = posixpath.normpath(posixpath.join(workdir, parts[1].strip().strip('"')))
         copy = _COPY.match(line)
         if copy and not copy.group(2).lstrip().startswith("["):
             args = copy.group(2).split()
             sources = [a for a in args[:-1] if not a.startswith("--")]
+            if not any(a.startswith("--from") for a in args):
+                copies += copy_sources(args, workdir)
             if args and not args[-1].endswith("/") and (len(sources) > 1 or any(c in "".join(sources) for c in "*?")):
                 line = f"{copy.group(1)}{' '.join(args[:-1])} {args[-1]}/"
         out.append(line)
     out += pending  # a file ending inside a continuation: as written
-    return "\n".join(out) + "\n", changes
+    done.text = "\n".join(out) + "\n"
+    return done
 
 
 def from_images(dockerfile: str) -> list[str]:
@@ -149,23 +188,54 @@ def ensure_dockerfile_image(client: docker.DockerClient, task: Task, base: str, 
     # a stage on a local substitute (not a present, pulled or mapped image) is adapted to Debian
     substituted = {image for image, tag in resolved.items()
                    if tag != image and image not in base_map and _family(image) in FAMILIES}
-    dockerfile, changes = rewrite(original, resolved, substituted)
+    done = rewrite(original, resolved, substituted, context)
     files = sorted(p for p in context.rglob("*") if p.is_file() and p.name != "Dockerfile")
-    chunks = [dockerfile.encode(), *(client.images.get(t).id.encode() for t in resolved.values())]
+    chunks = [done.text.encode(), *(client.images.get(t).id.encode() for t in resolved.values())]
     for path in files:
         chunks += [str(path.relative_to(context)).encode(), path.read_bytes()]
     tag = f"optrunner/harbor-{task.id.lower()}:{content_hash(*chunks)}"
     if image_exists(client, tag):
         return tag
-    adapted = [f"FROM {image} -> {tag_}" for image, tag_ in resolved.items() if image in substituted] + changes
+    adapted = [f"FROM {image} -> {tag_}" for image, tag_ in resolved.items() if image in substituted] + done.changes
     progress(f"[{task.id}] building {tag}")
     for change in adapted:
         progress(f"[{task.id}] for the local base: {change}")
+    dockerfile = done.text
+    if done.pip:
+        dockerfile = dockerfile.replace(WHEELS_IMAGE, _wheels_image(client, task, done, progress))
+    _build(client, task, tag, files, context, dockerfile, {LABEL: "task", "optrunner.task": task.id,
+                                                           ADAPTED: json.dumps(adapted)})
+    return tag
+
+
+def _wheels_image(client: docker.DockerClient, task: Task, done: Rewritten, progress: Progress) -> str:
+    """An image holding the wheels the stages' pip installs need, downloaded on the host; its tag."""
+    with tempfile.TemporaryDirectory(prefix="optrunner-wheels-") as tmp:
+        folder = Path(tmp) / "wheels"
+        folder.mkdir()
+        progress(f"[{task.id}] downloading Python packages on the host for the build (pip download)")
+        try:
+            names = download(done.pip, done.files, folder)
+        except (RuntimeError, OSError, subprocess.SubprocessError) as err:
+            raise ImageBuildError(f"task {task.id}: the build's Python packages could not be downloaded on the "
+                                  f"host: {err}") from None
+        wheels = sorted(folder.iterdir())
+        tag = f"optrunner/wheels:{content_hash(*(w.name.encode() + w.read_bytes() for w in wheels))}"
+        if not image_exists(client, tag):
+            progress(f"[{task.id}] {len(names)} wheels: {', '.join(names)[:300]}")
+            (folder / "Dockerfile").write_text(f"FROM scratch\nCOPY . {IN_IMAGE}/\n")
+            _build(client, task, tag, wheels, folder, None, {LABEL: "task"})
+    return tag
+
+
+def _build(client: docker.DockerClient, task: Task, tag: str, files: list[Path], context: Path,
+           dockerfile: str | None, labels: dict[str, str]) -> None:
+    """docker build of `files` (and `dockerfile`, else the context's own) with the legacy builder."""
     archive = io.BytesIO()
     with tarfile.open(fileobj=archive, mode="w") as tar:
         for path in files:
             tar.add(str(path), arcname=str(path.relative_to(context)))
-        data = dockerfile.encode()
+        data = dockerfile.encode() if dockerfile is not None else (context / "Dockerfile").read_bytes()
         info = tarfile.TarInfo("Dockerfile")
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
@@ -173,8 +243,7 @@ def ensure_dockerfile_image(client: docker.DockerClient, task: Task, base: str, 
     log: list[str] = []
     try:
         for event in client.api.build(fileobj=archive, custom_context=True, tag=tag, rm=True, forcerm=True,
-                                      pull=False, decode=True, labels={LABEL: "task", "optrunner.task": task.id,
-                                                                       ADAPTED: json.dumps(adapted)}):
+                                      pull=False, decode=True, labels=labels):
             if "stream" in event:
                 log.append(event["stream"])
             if "error" in event:
@@ -182,4 +251,3 @@ def ensure_dockerfile_image(client: docker.DockerClient, task: Task, base: str, 
                                       + "".join(log)[-1500:])
     except docker.errors.APIError as err:
         raise ImageBuildError(f"task {task.id}: docker build failed: {err.explanation or err}") from None
-    return tag

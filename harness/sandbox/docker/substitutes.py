@@ -2,7 +2,7 @@
 for the original image needs changed to build on one (Harbor tasks: AutoLab's, Terminal-Bench's).
 
 A substitute is the local Debian 12 base plus what the family's images bring:
-    python:*                        pip for the system interpreter (Debian marks it externally managed)
+    python:*                        pip for the system interpreter, not marked externally managed
     rust:*                          Debian's newer toolchain (rustc-web, cargo-web), which reads lock files v4
     golang:*                        Go 1.22 from bookworm-backports
     debian:*, ubuntu:*, buildpack-deps:*   the base as it is
@@ -27,9 +27,11 @@ class Family:
 
 
 FAMILIES: dict[str, Family] = {
+    # pip and uv into the system interpreter, as python:* images allow: Debian marks its interpreter
+    # externally managed (PEP 668), the official images do not
     "python": Family(("python3-pip", "python3-venv", "python3-dev", "python-is-python3"),
-                     # pip into the system interpreter, as python:* images allow (PEP 668 marks Debian's)
-                     env={"PIP_BREAK_SYSTEM_PACKAGES": "1"}),
+                     "apt-get update -qq && apt-get install -y -qq python3-pip python3-venv python3-dev "
+                     "python-is-python3 && rm -f /usr/lib/python3*/EXTERNALLY-MANAGED && "),
     "debian": Family(), "ubuntu": Family(), "buildpack-deps": Family(),
     "rust": Family(("rustc-web", "cargo-web")),  # bookworm's rustc/cargo (1.63) cannot read Cargo.lock v4
     "golang": Family(("golang-1.22-go",), "echo 'deb http://deb.debian.org/debian bookworm-backports main' "
