@@ -119,7 +119,7 @@ RUN apt-get update && apt-get install -y --no-install-recommends \\
         build-essential=12.9ubuntu3 \\
         linux-tools-generic linux-tools-$(uname -r) \\
         linux-cloud-tools-generic \\
-        tmux=3.2a-4ubuntu0.2 zlib1g-dev=1:1.2.11 && \\
+        tmux=3.2a-4ubuntu0.2 zlib1g-dev=1:1.2.11 make=4.3-4.1build1 python3=3.10.6-1~22.04.1 && \\
     rm -rf /var/lib/apt/lists/*
 RUN echo linux-tools-generic > /notes.txt
 COPY src/ /app/src/
@@ -132,13 +132,16 @@ def test_a_stage_on_the_debian_substitute_gets_debians_packages() -> None:
     lines = out.splitlines()
     assert lines[0] == "FROM optrunner/base:x"
     install = "\n".join(lines[2:9])
-    assert "bash \\" in install and "build-essential \\" in install and "tmux zlib1g-dev=1:1.2.11 &&" in install
+    assert "bash \\" in install and "build-essential \\" in install
+    assert "tmux zlib1g-dev=1:1.2.11 make python3 &&" in install
     assert "linux-perf linux-perf \\" in install and "linux-cloud-tools" not in install and "ubuntu" not in install
     assert "rm -rf /var/lib/apt/lists/*" in lines[8]
     assert lines[9] == "RUN echo linux-tools-generic > /notes.txt"  # not an apt-get install: as written
     assert changes == ["bash=5.1-6ubuntu1.1 -> bash (an Ubuntu version pin)",
                        "build-essential=12.9ubuntu3 -> build-essential (an Ubuntu version pin)",
                        "tmux=3.2a-4ubuntu0.2 -> tmux (an Ubuntu version pin)",
+                       "make=4.3-4.1build1 -> make (an Ubuntu version pin)",
+                       "python3=3.10.6-1~22.04.1 -> python3 (an Ubuntu version pin)",
                        "linux-tools-generic -> linux-perf", "linux-tools-$(uname -r) -> linux-perf",
                        "linux-cloud-tools-generic dropped (Debian has no such package)"]
     assert out.count("\n") == UBUNTU_DOCKERFILE.count("\n")  # the continuation lines kept

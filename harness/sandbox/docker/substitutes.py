@@ -8,8 +8,9 @@ A substitute is the local Debian 12 base plus what the family's images bring:
     debian:*, ubuntu:*, buildpack-deps:*   the base as it is
 In a stage built on a substitute, `apt-get install` lines written for Ubuntu are adapted: Ubuntu's kernel
 tool packages become Debian's `linux-perf`, packages Debian does not have are dropped, and Ubuntu version
-pins (`bash=5.1-6ubuntu1.1`) are relaxed to the package name. Every change is returned as a line, so the
-build log and the run's provenance list it. A stage whose image was present or pulled is left as written.
+pins (`bash=5.1-6ubuntu1.1`, `make=4.3-4.1build1`, `python3=3.10.6-1~22.04.1`) are relaxed to the package
+name. Every change is returned as a line, so the build log and the run's provenance list it. A stage
+whose image was present or pulled is left as written.
 """
 from __future__ import annotations
 
@@ -46,7 +47,8 @@ UBUNTU_PACKAGES: dict[str, str | None] = {
     "linux-headers-generic": None, "linux-image-generic": None,
 }
 _WORD = r"(?:\$\([^)]*\)|\$\{[^}]*\}|[^\s\\;&|()])+"  # one shell word, $(...) and ${...} included
-_PINNED = re.compile(r"(?<![^\s])([a-z0-9][a-z0-9+.-]*)=([^\s\\;&|)]*ubuntu[^\s\\;&|)]*)")
+# Ubuntu's version strings: `ubuntuN` (its changes), `buildN` (its rebuilds), `~22.04.1` (its updates)
+_PINNED = re.compile(r"(?<![^\s])([a-z0-9][a-z0-9+.-]*)=([^\s\\;&|)]*(?:ubuntu|build\d|~\d\d\.\d\d)[^\s\\;&|)]*)")
 _NAMES = "|".join(re.escape(k) + (_WORD if k.endswith("-") else "") for k in UBUNTU_PACKAGES)
 _PACKAGE = re.compile(rf"(?<![^\s])({_NAMES})(?![^\s\\;&|)])")
 _APT_INSTALL = re.compile(r"\bapt(?:-get)?\s+(?:-\S+\s+)*install\b")
