@@ -241,6 +241,20 @@ def test_backstop_ends_a_wedged_exec(box: DockerSandbox, monkeypatch: pytest.Mon
     assert done.duration < 15
 
 
+def test_cleanup_spares_running_build_steps_of_another_run() -> None:
+    """A docker build's step inherits our label from its FROM image and has no owner: a second run starting
+    beside the first must not kill the first run's image build (seen: exit 137 mid-build); a stopped one
+    is debris."""
+    step = client().containers.run(task_image(smoke_task()), ["sleep", "infinity"], detach=True,
+                                   labels={LABEL: "root"})
+    stopped = client().containers.create(task_image(smoke_task()), ["true"], labels={LABEL: "root"})
+    try:
+        assert remove_containers("orphans") >= 1
+        assert _exists(step.id) and not _exists(stopped.id)
+    finally:
+        step.remove(force=True)
+
+
 def test_cleanup_spares_containers_of_live_processes() -> None:
     alive = client().containers.run(task_image(smoke_task()), ["sleep", "infinity"], detach=True,
                                     labels={LABEL: "sandbox", OWNER_LABEL: owner_id()})

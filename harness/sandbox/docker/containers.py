@@ -95,8 +95,9 @@ def remove_containers(scope: Scope = "orphans", client: docker.DockerClient | No
                       labels: dict[str, str] | None = None) -> int:
     """Remove containers carrying our label; returns how many were removed.
 
-    orphans: those whose owning process on this host is gone (a crash, a kill -9) and those with no
-             owner; containers of live processes and of other hosts (a shared engine) are left alone;
+    orphans: those whose owning process on this host is gone (a crash, a kill -9) and stopped ones with no
+             owner; containers of live processes, of other hosts (a shared engine) and running steps of
+             image builds (no owner) are left alone;
     mine:    those this process started (the second Ctrl-C: no time for anything gentler);
     all:     every one of ours, also those of runs still going.
     `labels` narrows any scope to containers that also carry these labels (e.g. one run's).
@@ -107,7 +108,7 @@ def remove_containers(scope: Scope = "orphans", client: docker.DockerClient | No
     filters = {"label": [*wanted, f"{OWNER_LABEL}={me}"] if scope == "mine" else wanted}
     removed = 0
     for container in client.containers.list(all=True, filters=filters, ignore_removed=True):
-        if scope == "orphans" and not _orphaned(container.labels.get(OWNER_LABEL) or "", host):
+        if scope == "orphans" and not _orphaned(container, host):
             continue
         try:
             container.remove(force=True)
@@ -117,10 +118,12 @@ def remove_containers(scope: Scope = "orphans", client: docker.DockerClient | No
     return removed
 
 
-def _orphaned(owner: str, host: str) -> bool:
-    owner_host, _, pid = owner.rpartition(":")
+def _orphaned(container: Container, host: str) -> bool:
+    owner_host, _, pid = (container.labels.get(OWNER_LABEL) or "").rpartition(":")
     if not owner_host:
-        return True  # no owner recorded
+        # No owner: a running step of a `docker build` (it inherits our label from its FROM image, and the
+        # engine removes it when the build ends or is cancelled) is left alone; any other is a leftover.
+        return container.labels.get(LABEL) == "sandbox" or container.status != "running"
     if owner_host != host or not pid.isdigit():
         return False  # another machine's container: not ours to judge
     return not _process_alive(int(pid))

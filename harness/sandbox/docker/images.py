@@ -31,7 +31,7 @@ import docker
 import docker.errors
 from docker.models.containers import Container
 
-from harness.sandbox.docker.containers import LABEL
+from harness.sandbox.docker.containers import LABEL, OWNER_LABEL, owner_id
 from harness.sandbox.docker.history import repository_tar
 from harness.sandbox.interface import DEFAULT_BASE_IMAGE, ImageBuildError
 from harness.tasks.task import Task
@@ -115,7 +115,7 @@ def _quoted(value: str) -> str:
 
 def scratch_container(client: docker.DockerClient, image: str, network: bool) -> Container:
     return client.containers.run(
-        image, ["sleep", "infinity"], detach=True, labels={LABEL: "build"},
+        image, ["sleep", "infinity"], detach=True, labels={LABEL: "build", OWNER_LABEL: owner_id()},
         network_mode=None if network else "none",
     )
 
