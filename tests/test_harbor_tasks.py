@@ -46,12 +46,23 @@ def test_a_folder_of_task_directories_is_read() -> None:
     (lambda d: (d / "task.toml").write_text('[environment]\nmemory = "lots"\n'), "should look like '2G'"),
     (lambda d: (d / "task.toml").write_text("[verifier]\ntimeout_sec = -1\n"), "timeout_sec should be a positive"),
     (lambda d: (d / "task.toml").write_text('[verifier.env]\nN = 3\n'), "[verifier.env] should map names to strings"),
+    # a link out of the task would carry this machine's environment (API keys) into the verifier's container
+    (lambda d: (d / "tests" / "env").symlink_to("/proc/self/environ"),
+     "tests/env is a symlink to /proc/self/environ, outside the task directory"),
+    (lambda d: (d / "environment" / "home").symlink_to(Path.home()), "environment/home is a symlink to"),
 ])
 def test_a_bad_task_is_one_line_naming_it(tasks_dir: Path, breakage, message: str) -> None:  # type: ignore[no-untyped-def]
     breakage(tasks_dir / "wordstats")
     with pytest.raises(TaskError) as err:
         select_tasks(str(tasks_dir), "harbor")
     assert message in str(err.value) and "wordstats" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_link_within_the_task_is_read(tasks_dir: Path) -> None:
+    (tasks_dir / "wordstats" / "tests" / "solve_copy.sh").symlink_to("../solution/solve.sh")
+    (task,) = [t for t in select_tasks(str(tasks_dir), "harbor") if t.id == "wordstats"]
+    files = dict((name, data) for name, data, _mode in task.reward_check.tests)  # type: ignore[union-attr]
+    assert files["solve_copy.sh"] == (tasks_dir / "wordstats" / "solution" / "solve.sh").read_bytes()
 
 
 def test_gpu_tasks_are_skipped_and_big_ones_clamped(tasks_dir: Path) -> None:

@@ -80,6 +80,12 @@ def test_missing_files_are_named(tiny_task: Path, remove: str, message: str) -> 
         load_task(tiny_task)
 
 
+def test_a_link_out_of_the_task_is_refused(tiny_task: Path) -> None:
+    (tiny_task / "tests" / "secrets.txt").symlink_to("/proc/self/environ")
+    with pytest.raises(TaskError, match="tests/secrets.txt is a symlink to /proc/self/environ, outside the task"):
+        load_task(tiny_task)
+
+
 def test_expert_patch_that_does_not_apply(tiny_task: Path) -> None:
     (tiny_task / "repo" / "tiny" / "__init__.py").write_text("def total(xs):\n    return 0\n")
     with pytest.raises(TaskError, match="expert.patch does not apply to repo/"):

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from harness.tasks.task import DEFAULT_TEST_TIMEOUT, Task, TaskError
+from harness.tasks.task import DEFAULT_TEST_TIMEOUT, Task, TaskError, refuse_links_out
 
 SUITE_DIR = Path(__file__).resolve().parent.parent / "suite"
 LANGUAGES = {"python", "c", "cpp", "cython", "rust"}
@@ -91,6 +91,7 @@ def load_task(path: Path) -> Task:
     if extra:
         raise TaskError(f"{where}: unknown field '{extra[0]}' in task.yaml (known: id, repo, api, description, "
                         "languages, setup_commands, install_commands, tags, test_timeout, protected, allow_protected)")
+    refuse_links_out(path, where)
     path = path.resolve()
     _check_files(path, where)
     _check_expert_applies(path, where)

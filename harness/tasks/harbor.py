@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.tasks.task import RewardCheck, Task, TaskError
+from harness.tasks.task import RewardCheck, Task, TaskError, refuse_links_out
 
 Warn = Callable[[str], None]
 # Files a task builds from, or records its own integrity in: the agent may not change them.
@@ -86,6 +86,7 @@ def _files(folder: Path) -> tuple[tuple[str, bytes, int], ...]:
 def load_task(folder: Path, warn: Warn) -> Task | None:
     """One task directory; None when it is skipped (GPUs), TaskError when it is malformed."""
     where = str(folder)
+    refuse_links_out(folder, where)
     toml_path = folder / "task.toml"
     try:
         config = tomllib.loads(toml_path.read_text())

@@ -1,6 +1,7 @@
 """The one shape every task source produces: a `Task`, and the error for a bad task or selector."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,19 @@ OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_
 
 class TaskError(ValueError):
     """A task folder or a task selector is invalid; the message is the one line to show."""
+
+
+def refuse_links_out(root: Path, where: str) -> None:
+    """TaskError naming the first symlink under `root` whose target lies outside it: a task's files are
+    copied into containers, and a link to `/proc/self/environ` or `~/.ssh` would carry this machine's
+    secrets along. Links within the task are fine."""
+    inside = root.resolve()
+    for folder, dirs, files in os.walk(root):  # does not descend into linked folders: each is checked here
+        for name in dirs + files:
+            path = Path(folder) / name
+            if path.is_symlink() and not path.resolve().is_relative_to(inside):
+                raise TaskError(f"{where}: {path.relative_to(root)} is a symlink to {os.readlink(path)}, outside "
+                                "the task directory; copy what it points to into the task instead")
 
 
 @dataclass(frozen=True)
