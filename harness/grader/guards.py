@@ -30,6 +30,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 
 from harness.grader.isolation import Outside
+from harness.grader.patch_paths import section_paths, sections, written_paths
 from harness.tasks.task import Task
 
 PROTECTED = ("sitecustomize.py", "*/sitecustomize.py", "usercustomize.py", "*/usercustomize.py", "site.py",
@@ -49,17 +50,15 @@ _RANDOM_PART = re.compile(r"tmp[a-z0-9_]{8}|[0-9a-f]{6,}|\d+")
 
 
 def diff_files(patch: str) -> dict[str, list[str]]:
-    """The paths a unified git diff touches (both sides of a rename), each with its added lines."""
+    """Every path a git diff names or writes (both sides of renames and copies, quoted names unquoted:
+    patch_paths.py), each with the lines its section adds. Raises UnreadablePatch for a section git cannot
+    read (such a patch is refused before it is applied)."""
     files: dict[str, list[str]] = {}
-    current: list[str] = []
-    for line in patch.splitlines():
-        match = re.match(r"diff --git a/(\S+) b/(\S+)", line)
-        if match:
-            current = files.setdefault(match.group(2), [])
-            if match.group(1) != match.group(2):
-                files.setdefault(match.group(1), [])
-        elif line.startswith("+") and not line.startswith("+++"):
-            current.append(line[1:])
+    for section in sections(patch):
+        added = [line[1:] for line in section.splitlines()[1:] if line.startswith("+") and not line.startswith("+++")]
+        written = written_paths(section)
+        for path in section_paths(section):
+            files.setdefault(path, []).extend(added if path in written else [])
     return files
 
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.grader.isolation import Fence, Outside, fence, hand_over, parse, wrap
+from harness.grader.patch_paths import UnreadablePatch, section_paths
+from harness.grader.patch_paths import sections as patch_sections
 from harness.sandbox.interface import TESTBED, Sandbox, is_excluded
 from harness.sandbox.processes import FreshProcesses
 from harness.tasks.task import OFFLINE_ENV, Task
@@ -83,26 +85,20 @@ def reason_of(err: StepFailed, who: str) -> str:
     return f"{who}: {err.step} failed\n{tail}"
 
 
-def patch_sections(patch: str) -> list[str]:
-    """A unified git diff cut before each `diff --git` line: one section per file (and any text before the
-    first, as the first section)."""
-    return [section for section in re.split(r"(?m)^(?=diff --git )", patch) if section]
-
-
 def filter_patch(patch: str, extra: tuple[str, ...] = ()) -> str:
-    """Drop the per-file sections of a unified git diff that touch excluded paths (and `extra` globs)."""
-    kept = []
-    for section in patch_sections(patch):
-        match = re.match(r"diff --git a/(\S+) b/(\S+)", section)
-        if match and any(is_excluded(path, extra) for path in match.groups()):
-            continue
-        kept.append(section)
-    return "".join(kept)
+    """Drop the per-file sections of a unified git diff that touch excluded paths (and `extra` globs), by
+    every path each section names or writes (patch_paths.py: renames, copies, quoted names). Raises
+    UnreadablePatch for a section git cannot read."""
+    return "".join(section for section in patch_sections(patch)
+                   if not any(is_excluded(path, extra) for path in section_paths(section)))
 
 
 def apply_patch(sandbox: Sandbox, patch: str, timeout: float = 120, excludes: tuple[str, ...] = ()) -> str:
     """Apply `patch` to /testbed; returns the command that worked, raises StepFailed if none did."""
-    patch = filter_patch(patch, excludes)
+    try:
+        patch = filter_patch(patch, excludes)
+    except UnreadablePatch as err:
+        raise StepFailed("reading the patch", str(err)) from None
     if not patch.strip():
         return "empty patch"
     sandbox.write_file(PATCH_PATH, patch if patch.endswith("\n") else patch + "\n")

@@ -13,6 +13,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.grader.patch_paths import UnreadablePatch
 from harness.grader.states import filter_patch
 from harness.tasks.task import Task
 
@@ -106,5 +107,9 @@ def evidence_for(task: Task, patch: str, report: dict[str, Any] | None, part_cha
                "hm_speedup_patch_commit": stats.get("hm_speedup_patch_commit"),
                "gm_speedup_patch_base": stats.get("gm_speedup_patch_base")}
     flags = tuple((report.get("hack") or {}).get("reasons") or ())
-    return Evidence(task.id, task.api, tests, cut(task.expert_patch, diff_chars),
-                    cut(filter_patch(patch, task.patch_excludes), diff_chars), grading, flags)
+    try:
+        shown = filter_patch(patch, task.patch_excludes)
+    except UnreadablePatch:
+        shown = patch  # refused by the grader (its reason is in `grading`); the judge sees it as written
+    return Evidence(task.id, task.api, tests, cut(task.expert_patch, diff_chars), cut(shown, diff_chars),
+                    grading, flags)
