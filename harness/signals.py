@@ -11,6 +11,7 @@ passes its own first-signal handler instead.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import sys
@@ -45,6 +46,22 @@ def remove_my_containers() -> None:
         pass
 
 
+_stopping: list[int] = []  # the first stopping signal, once one came
+
+
+def _ignore_late() -> None:
+    """Registered at import, so it runs after the other exit handlers: once a signal stopped the process,
+    its exit code is decided. Python puts the default handlers back late in its shutdown, where a second
+    signal would kill the process by that signal (exit -15, not 143); from here on it is ignored (the
+    rest of the shutdown cannot wait on anything; before it, the second signal still exits at once)."""
+    if _stopping:
+        for sig in SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+
+
+atexit.register(_ignore_late)
+
+
 def install(first: Callable[[int], None] | None = None,
             second: Callable[[], None] = remove_my_containers) -> Callable[[], None]:
     """Handle SIGINT, SIGTERM and SIGHUP from now on (main thread only); returns a function that puts the
@@ -62,6 +79,7 @@ def install(first: Callable[[int], None] | None = None,
             second()
             os._exit(128 + state["signum"])
         state["signum"] = signum
+        _stopping.append(signum)
         if first is None:
             raise Stopped(signum)
         first(signum)
