@@ -44,6 +44,9 @@ def test_autolab_style_tasks_build_here_and_the_oracle_scores_half(tmp_path: Pat
     for task in COUNTED:  # a count repeats exactly: the reference is the reference
         assert reports[task]["score"] == 0.5 and reports[task]["opt_commit"], reports[task]["calibration"]
         assert reports[task]["calibration"]["scale"] == "linear"
+        # one verification of each state: the patch's first, the base's and the reference's
+        assert {s: len(v) for s, v in reports[task]["calibration"]["rounds"].items()} == \
+            {"base": 1, "patch": 1, "reference": 1}
     for task in TIMED:  # a time: 0.5 within the noise, the verdict certain or flagged (test_harbor_run.py)
         report = reports[task]
         assert report["calibration"]["scale"] == "log" and abs(report["score"] - 0.5) <= 0.05, report["calibration"]

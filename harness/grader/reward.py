@@ -202,16 +202,20 @@ def _calibrate(task: Task, goal: Objective, patch_box: Sandbox, first: Verificat
     if cpuset is not None:  # timing runs share one CPU, one at a time, as the timed tasks' grading does
         for box in states.values():
             pin_if_possible(box, cpuset)
-    # a count needs no repeats; a time at least 3, so that one slow run cannot move a median
-    rounds = max(3, config.rounds) if goal.scale == "log" else 1
-    log(f"[{task.id}] anchors: {goal.metric} on base, patch and reference, {rounds} round(s)")
-    values: dict[str, list[float]] = {state: [] for state in states}
+    # a time needs at least 3 rounds, so that one slow run cannot move a median; a count repeats exactly,
+    # so the first verification of each state is its one round
+    rounds = max(3, config.rounds) if goal.scale == "log" else 0
+    log(f"[{task.id}] anchors: {goal.metric} on base, patch and reference, {max(rounds, 1)} round(s)")
+    warm: dict[str, float] = {}
+    for warm_up in ("base", "reference"):  # the patch's first verification was its warm-up
+        if (got := _metric(verify(states[warm_up], check), goal)) is None:
+            return {"score": None, "reason": f"the {warm_up} run reported no numeric {goal.metric!r}"}
+        warm[warm_up] = got
+    values: dict[str, list[float]] = ({state: [] for state in states} if rounds else  # timed: warm-ups left out
+                                      {"base": [warm["base"]], "patch": [value], "reference": [warm["reference"]]})
     # rotations that keep the patch and the reference back to back, each state first and last in turn
     orders = (("base", "patch", "reference"), ("patch", "reference", "base"), ("base", "reference", "patch"),
               ("reference", "patch", "base"))
-    for warm_up in ("base", "reference"):  # the patch's first verification was its warm-up
-        if _metric(verify(states[warm_up], check), goal) is None:
-            return {"score": None, "reason": f"the {warm_up} run reported no numeric {goal.metric!r}"}
     for r in range(rounds):
         for state in orders[r % len(orders)]:
             value = _metric(verify(states[state], check), goal)
