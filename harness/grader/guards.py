@@ -30,7 +30,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 
 from harness.grader.isolation import Outside
-from harness.grader.patch_paths import section_paths, sections, written_paths
+from harness.grader.patch_paths import read_section, sections
 from harness.tasks.task import Task
 
 PROTECTED = ("sitecustomize.py", "*/sitecustomize.py", "usercustomize.py", "*/usercustomize.py", "site.py",
@@ -56,8 +56,8 @@ def diff_files(patch: str) -> dict[str, list[str]]:
     files: dict[str, list[str]] = {}
     for section in sections(patch):
         added = [line[1:] for line in section.splitlines()[1:] if line.startswith("+") and not line.startswith("+++")]
-        written = written_paths(section)
-        for path in section_paths(section):
+        paths, written = read_section(section)
+        for path in paths:
             files.setdefault(path, []).extend(added if path in written else [])
     return files
 

@@ -76,16 +76,18 @@ def _git_paths(section: str) -> set[str]:
     return paths
 
 
-def section_paths(section: str) -> list[str]:
-    """Every path a section names or writes (both sides of a rename or copy). Raises UnreadablePatch when git
-    cannot read it. Text before the first `diff --git` (a message) names nothing."""
+def read_section(section: str) -> tuple[list[str], list[str]]:
+    """(every path a section names or writes, both sides of a rename or copy; the paths its content goes
+    to: a rename's or copy's new name, the `+++` file, or for a section without content, a mode change,
+    every path). Raises UnreadablePatch when git cannot read it. Text before the first `diff --git` (a
+    message) names nothing."""
     if not section.startswith("diff --git "):
-        return []
-    return sorted(_header_paths(section)[0] | _git_paths(section))
-
-
-def written_paths(section: str) -> list[str]:
-    """The paths a section's content goes to (a rename's or copy's new name, the `+++` file); for a
-    section without content (a mode change), every path it names."""
+        return [], []
     named, written = _header_paths(section)
-    return sorted(written) if written else section_paths(section)
+    paths = sorted(named | _git_paths(section))
+    return paths, sorted(written) if written else paths
+
+
+def section_paths(section: str) -> list[str]:
+    """Every path a section names or writes (read_section)."""
+    return read_section(section)[0]

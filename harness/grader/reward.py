@@ -218,10 +218,9 @@ def _calibrate(task: Task, goal: Objective, patch_box: Sandbox, first: Verificat
               ("reference", "patch", "base"))
     for r in range(rounds):
         for state in orders[r % len(orders)]:
-            value = _metric(verify(states[state], check), goal)
-            if value is None:
+            if (got := _metric(verify(states[state], check), goal)) is None:
                 return {"score": None, "reason": f"a {state} run reported no numeric {goal.metric!r}"}
-            values[state].append(value)
+            values[state].append(got)
     return {**calibrate(values, goal, config.p, config.bootstrap, config.seed), "read_from": where}
 
 

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.grader.isolation import Fence, Outside, fence, hand_over, parse, wrap
-from harness.grader.patch_paths import UnreadablePatch, section_paths
-from harness.grader.patch_paths import sections as patch_sections
+from harness.grader.patch_paths import UnreadablePatch, section_paths, sections
 from harness.sandbox.interface import TESTBED, Sandbox, is_excluded
 from harness.sandbox.processes import FreshProcesses
 from harness.tasks.task import OFFLINE_ENV, Task
@@ -89,7 +88,7 @@ def filter_patch(patch: str, extra: tuple[str, ...] = ()) -> str:
     """Drop the per-file sections of a unified git diff that touch excluded paths (and `extra` globs), by
     every path each section names or writes (patch_paths.py: renames, copies, quoted names). Raises
     UnreadablePatch for a section git cannot read."""
-    return "".join(section for section in patch_sections(patch)
+    return "".join(section for section in sections(patch)
                    if not any(is_excluded(path, extra) for path in section_paths(section)))
 
 

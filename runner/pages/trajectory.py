@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.grader.states import patch_sections
+from harness.grader.patch_paths import sections
 
 
 @dataclass
@@ -118,7 +118,7 @@ def _reply_text(message: dict[str, Any]) -> str:
 
 def file_chunks(patch: str) -> dict[str, str]:
     """A unified diff per file, keyed by its `diff --git a/X b/X` line ('' for text before the first)."""
-    return {(s.splitlines()[0].strip() if s.startswith("diff --git ") else ""): s for s in patch_sections(patch)}
+    return {(s.splitlines()[0].strip() if s.startswith("diff --git ") else ""): s for s in sections(patch)}
 
 
 def _file_name(header: str) -> str:

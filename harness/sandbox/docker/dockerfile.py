@@ -67,6 +67,7 @@ def _family_base(client: docker.DockerClient, family: str, base: str, progress: 
     container = scratch_container(client, base, network=True)
     try:
         install = kind.setup or f"apt-get update -qq && apt-get install -y -qq {' '.join(kind.packages)} && "
+        install += kind.after
         run_step(container, f"export DEBIAN_FRONTEND=noninteractive; {install}rm -rf /var/lib/apt/lists/*",
                  f"substitute for {family}")
         env = dict(kind.env)
@@ -215,27 +216,26 @@ def _wheels_image(client: docker.DockerClient, task: Task, done: Rewritten, prog
         folder.mkdir()
         progress(f"[{task.id}] downloading Python packages on the host for the build (pip download)")
         try:
-            names = download(done.pip, done.files, folder)
+            download(done.pip, done.files, folder)
         except (RuntimeError, OSError, subprocess.SubprocessError) as err:
             raise ImageBuildError(f"task {task.id}: the build's Python packages could not be downloaded on the "
                                   f"host: {err}") from None
         wheels = sorted(folder.iterdir())
         tag = f"optrunner/wheels:{content_hash(*(w.name.encode() + w.read_bytes() for w in wheels))}"
         if not image_exists(client, tag):
-            progress(f"[{task.id}] {len(names)} wheels: {', '.join(names)[:300]}")
-            (folder / "Dockerfile").write_text(f"FROM scratch\nCOPY . {IN_IMAGE}/\n")
-            _build(client, task, tag, wheels, folder, None, {LABEL: "task"})
+            progress(f"[{task.id}] {len(wheels)} wheels: {', '.join(w.name for w in wheels)[:300]}")
+            _build(client, task, tag, wheels, folder, f"FROM scratch\nCOPY . {IN_IMAGE}/\n", {LABEL: "task"})
     return tag
 
 
 def _build(client: docker.DockerClient, task: Task, tag: str, files: list[Path], context: Path,
-           dockerfile: str | None, labels: dict[str, str]) -> None:
-    """docker build of `files` (and `dockerfile`, else the context's own) with the legacy builder."""
+           dockerfile: str, labels: dict[str, str]) -> None:
+    """docker build of `files` (paths relative to `context`) with `dockerfile`, by the legacy builder."""
     archive = io.BytesIO()
     with tarfile.open(fileobj=archive, mode="w") as tar:
         for path in files:
             tar.add(str(path), arcname=str(path.relative_to(context)))
-        data = dockerfile.encode() if dockerfile is not None else (context / "Dockerfile").read_bytes()
+        data = dockerfile.encode()
         info = tarfile.TarInfo("Dockerfile")
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))

@@ -25,21 +25,21 @@ class Family:
     setup: str = ""  # shell run instead of a plain `apt-get install` of `packages` (ends with `&& `)
     path: str = ""  # prepended to PATH
     env: dict[str, str] = field(default_factory=dict)
+    after: str = ""  # shell run after the packages are installed (ends with `&& `)
 
 
 FAMILIES: dict[str, Family] = {
     # pip and uv into the system interpreter, as python:* images allow: Debian marks its interpreter
     # externally managed (PEP 668), the official images do not
     "python": Family(("python3-pip", "python3-venv", "python3-dev", "python-is-python3"),
-                     "apt-get update -qq && apt-get install -y -qq python3-pip python3-venv python3-dev "
-                     "python-is-python3 && rm -f /usr/lib/python3*/EXTERNALLY-MANAGED && "),
+                     after="rm -f /usr/lib/python3*/EXTERNALLY-MANAGED && "),
     "debian": Family(), "ubuntu": Family(), "buildpack-deps": Family(),
     "rust": Family(("rustc-web", "cargo-web")),  # bookworm's rustc/cargo (1.63) cannot read Cargo.lock v4
     # go on PATH, and in /usr/local/bin too: commands run in login shells, whose /etc/profile resets PATH
     "golang": Family(("golang-1.22-go",), "echo 'deb http://deb.debian.org/debian bookworm-backports main' "
                      "> /etc/apt/sources.list.d/backports.list && apt-get update -qq && apt-get install -y -qq -t "
-                     "bookworm-backports golang-1.22-go && ln -sf /usr/lib/go-1.22/bin/go /usr/lib/go-1.22/bin/gofmt "
-                     "/usr/local/bin/ && ", "/usr/lib/go-1.22/bin"),
+                     "bookworm-backports golang-1.22-go && ", "/usr/lib/go-1.22/bin",
+                     after="ln -sf /usr/lib/go-1.22/bin/go /usr/lib/go-1.22/bin/gofmt /usr/local/bin/ && "),
 }
 
 # Ubuntu package (a prefix when it ends with '-') -> Debian's, or None: Debian has none (dropped).

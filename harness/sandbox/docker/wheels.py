@@ -138,9 +138,9 @@ def context_file(path: str, copies: Sequence[tuple[str, str]], context: Path) ->
     return None
 
 
-def download(installs: Sequence[PipInstall], files: Mapping[str, Path], dest: Path) -> list[str]:
-    """Download the wheels `installs` need into `dest` with the host's pip; returns their names. Raises
-    RuntimeError with pip's last lines when it fails."""
+def download(installs: Sequence[PipInstall], files: Mapping[str, Path], dest: Path) -> None:
+    """Download the wheels `installs` need into `dest` with the host's pip. Raises RuntimeError with pip's
+    last lines when it fails."""
     arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine().lower())
     tag = PYTHON.replace(".", "")
     base = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "--no-input", "--dest",
@@ -163,4 +163,3 @@ def download(installs: Sequence[PipInstall], files: Mapping[str, Path], dest: Pa
         if done.returncode != 0:
             raise RuntimeError(" ".join(shlex.quote(a) for a in args) + ": "
                                + " ".join((done.stderr or done.stdout).strip().splitlines()[-3:]))
-    return sorted(p.name for p in dest.iterdir())
