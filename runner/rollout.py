@@ -21,7 +21,7 @@ from typing import Any
 from harness.models.model import Model
 from harness.models.records import Usage
 from harness.models.scripted import Script, is_scripted
-from harness.sandbox.interface import Sandbox, SandboxError, close_quietly, pin_if_possible
+from harness.sandbox.interface import NoPatch, Sandbox, SandboxError, close_quietly, pin_if_possible
 from harness.sandbox.providers import SandboxProvider
 from harness.tasks.task import Task
 from runner.config import ConfigError, RunConf
@@ -204,6 +204,7 @@ class RolloutRunner:
         live.sandbox = sandbox
         error: BaseException | None = None
         report: dict[str, Any] | None = None
+        no_patch = ""  # why the container's change could not be read, when the agent broke its repository
         try:
             if self.cpuset:
                 pin_if_possible(sandbox, self.cpuset)
@@ -234,7 +235,10 @@ class RolloutRunner:
                 raise error
             episode_patch = produced["episode"].patch if produced.get("episode") else None
             # The scaffold's rule: the container's diff, or (mini_swe's upstream option) what it submitted.
-            patch = sandbox.diff() if episode_patch is None else episode_patch
+            try:
+                patch = sandbox.diff() if episode_patch is None else episode_patch
+            except NoPatch as err:  # the agent broke its repository or git: its outcome, graded as no patch
+                patch, no_patch = "", str(err)
             if self.conf.grading.in_place and task.reward_check is not None and self.conf.grade != "none":
                 # Harbor's way, as an option: verify in the agent's own container before it goes
                 from harness.grader.reward import grade_reward
@@ -247,6 +251,8 @@ class RolloutRunner:
             threading.Thread(target=close_quietly, args=(sandbox,), daemon=True).start()
         episode: Episode | None = produced.get("episode")
         record = self._record(task, live.index, episode, model, patch, started, attempts=live.attempt + 1)
+        if no_patch:
+            record.details["no_patch"] = no_patch
         if episode is None:
             if error is not None:
                 record.exit_reason, record.exit_message = ExitReason.ERROR, f"{type(error).__name__}: {error}"

@@ -80,7 +80,7 @@ def test_expert_passes_eqcheck_against_base_reference(task: Task, boxes: list[Do
     expert = prepare_state("expert", boxes[1], task, task.expert_patch)
     assert base.tests == ("test_sum.py",)
     assert run_test_script(base, "test_sum.py", "reference", 60).reported > 0
-    assert copy_references(base.sandbox, expert.sandbox) == 1
+    assert copy_references(base, expert) == 1
     assert run_test_script(expert, "test_sum.py", "eqcheck", 60).reported > 0
     assert expert.sandbox.exec("grep -c 'sum(xs)' tiny/__init__.py").output.strip() == "1"
 
@@ -91,7 +91,7 @@ def test_bad_patches_fail_the_named_step(task: Task, boxes: list[DockerSandbox],
     base = prepare_state("base", boxes[0], task, None)
     other = prepare_state("patch", boxes[1], task, patch)
     run_test_script(base, "test_sum.py", "reference", 60)
-    copy_references(base.sandbox, other.sandbox)
+    copy_references(base, other)
     with pytest.raises(StepFailed) as err:
         run_test_script(other, "test_sum.py", "eqcheck", 3)
     assert step in err.value.step

@@ -33,10 +33,11 @@ from harness import metrics
 from harness.grader.config import MEASURED, GradeConfig
 from harness.grader.states import CodeState, StepFailed, Stop, copy_references, prepare_state, reason_of, \
     run_test_script
+from harness.grader.freeze import build_review
 from harness.grader.guards import clock_review, hook_review, leftover_review, static_review
 from harness.grader.isolation import Outside
 from harness.grader.timing import RATIOS, Log, SessionTimes, bootstrap, estimates, straddles, time_session
-from harness.sandbox.interface import Sandbox, SandboxError, memory_bytes, pin_if_possible
+from harness.sandbox.interface import TESTBED, Sandbox, SandboxError, memory_bytes, pin_if_possible
 from harness.sandbox.providers import SandboxProvider, provider
 from harness.tasks.task import Task
 
@@ -123,7 +124,7 @@ def _session(task: Task, items: list[tuple[int, str]], reports: list[dict[str, A
                                                                    "patch": timed.times[state.name],
                                                                    "commit": timed.paired[state.name]},
                          base.tests, config)
-                reasons = _measured_review(reports[i], state, base, commit, timed)
+                reasons = _measured_review(reports[i], state, base, commit, timed, task)
                 if reasons:
                     finish(i, "hack_suspect", "; ".join(reasons))
                 else:
@@ -209,7 +210,7 @@ def _prepare(task: Task, items: list[tuple[int, str]], image: str, config: Grade
 
 
 def _measured_review(report: dict[str, Any], state: CodeState, base: CodeState, commit: CodeState,
-                     timed: SessionTimes) -> list[str]:
+                     timed: SessionTimes, task: Task) -> list[str]:
     """Add what the built containers and the timed runs show to the report's `hack` review (grader.guards);
     returns all its reasons (static ones included)."""
     hack = report["hack"]
@@ -218,6 +219,7 @@ def _measured_review(report: dict[str, Any], state: CodeState, base: CodeState, 
         return {t: list(zip(timed.times[name][t], timed.outside[name][t])) for t in base.tests}
 
     reasons = hook_review(state.hooks, base.hooks, commit.hooks)
+    reasons += build_review(state.built, task.workdir or TESTBED, base.built + commit.built)
     if state.fence is not None:
         clock, table = clock_review(runs(state.name), [runs(base.name), runs(commit.name)],
                                     timed.times[commit.name])
@@ -238,7 +240,7 @@ def _eqcheck(base_f: Future[CodeState], other_f: Future[CodeState], task: Task) 
         base = base_f.result()
     except StepFailed:
         return other  # the base's failure is reported first, from its own future
-    copy_references(base.sandbox, other.sandbox)
+    copy_references(base, other)
     for test in other.tests:
         run_test_script(other, test, "eqcheck", task.test_timeout)
     return other

@@ -6,13 +6,16 @@ the grader (reference, equivalence and timed runs alike) runs
 - with HOME, TMPDIR and the XDG cache, config and data directories in a folder made for that run alone;
 - and after it, as root: every process of that user is killed (a daemon cannot serve the next run), the
   run's folder is removed, and so is everything the user left in the container's world-writable
-  directories (found once per container, when it is fenced).
+  directories (found once per container, when it is fenced) and every System V IPC object (listed first).
+
+The fence's tools are the container's standard ones, run as root only after the built state is frozen
+(grader.freeze: no process of the build is left, and a build that replaced one of them failed).
 
 The same wrapper measures the process from outside the clock it reports: wall time (bash's
 $EPOCHREALTIME around the process) and CPU time (bash's `times`, the children's user + system), and
-lists what the run left behind (`left`), so the grader can see state a patch's runs write that the
-base's and the expert's do not (harness.grader.guards). Standard tools only: bash, find, setpriv (or the
-test's own python when an image lacks it).
+lists what the run left behind (`left`, IPC objects as `ipc:<kind>:<key>`), so the grader can see
+state a patch's runs write that the base's and the expert's do not (harness.grader.guards). Standard
+tools only: bash, find, setpriv (or the test's own python when an image lacks it), ipcrm.
 """
 from __future__ import annotations
 
@@ -29,6 +32,12 @@ OUTSIDE_SEP = "\x1eoptrunner-outside\x1e"
 MAX_LEFT = 20  # leftover paths reported per run
 # Directories never searched for writable places: kernel views, and where runs live.
 _PRUNE = ("/proc", "/sys", "/dev/pts", RUNS_DIR)
+# System V IPC objects outlive the processes that made them (a shared-memory segment is a cache across
+# runs that no file check sees): listed with what a run left behind (`ipc:shm:<key>`), then removed. The
+# container's kernel.shm_rmid_forced=1 (where the provider sets it) removes unattached segments already.
+# Removed as their owner: root in a container lacks CAP_SYS_ADMIN, which removing another's object needs.
+_IPC_LIST = ("for k in shm sem msg; do { read -r _; while read -r key _; do echo \"ipc:$k:$key\"; done; } "
+             "2>/dev/null < /proc/sysvipc/$k; done")
 _TIMES = re.compile(r"(\d+)m([0-9.,]+)s")
 
 
@@ -52,19 +61,26 @@ class Outside:
     left: tuple[str, ...] = ()
 
 
+def precompile(sandbox: Sandbox, readonly: tuple[str, ...], python: str) -> None:
+    """Byte code for `readonly` (the repository, the tests), compiled as root before the state is frozen:
+    a run cannot write __pycache__ into a read-only repository, and would otherwise compile every module
+    it imports, in every run (timed, when an experiment imports lazily)."""
+    dirs = " ".join(shlex.quote(d) for d in readonly if d)
+    if dirs:
+        py = shlex.quote(python)
+        sandbox.exec(f"p={py}; [ -x \"$p\" ] || p=python3; \"$p\" -m compileall -q -j 0 {dirs} >/dev/null 2>&1 || true",
+                     timeout=600)
+
+
 def fence(sandbox: Sandbox, readonly: tuple[str, ...], python: str) -> Fence:
     """Make `readonly` (the repository, the tests) unwritable to RUN_UID, take group and other write
-    permission off every file in the container, and record the world-writable directories."""
+    permission off every file in the container, and record the world-writable directories. Standard
+    tools only, no interpreter of the task's: it runs after the state is frozen (grader.freeze)."""
     prune = " -o ".join(f"-path {p}" for p in _PRUNE)
     dirs = " ".join(shlex.quote(d) for d in readonly if d)
     py = shlex.quote(python)
-    # Byte-code compiled first: a run cannot write __pycache__ into a read-only repository, and would
-    # otherwise compile every module it imports, in every run (timed, when an experiment imports lazily).
-    compile_ = (f"{{ p={py}; [ -x \"$p\" ] || p=python3; "
-                f"\"$p\" -m compileall -q -j 0 {dirs} >/dev/null 2>&1 || true; }}; " if dirs else "")
     script = (
         f"set -e; mkdir -p {RUNS_DIR}; chmod 711 {RUNS_DIR}; "
-        + compile_
         + (f"chmod -R go-w {dirs}; " if dirs else "")
         # One walk of the file system: the files to take write permission off, and the writable directories.
         + f"find / \\( {prune} \\) -prune -o \\( -type f -perm /022 -fprint0 {RUNS_DIR}/.files \\) -o "
@@ -97,7 +113,8 @@ def wrap(fence_: Fence, command: str) -> str:
     env = ("HOME=\"$R/home\" TMPDIR=\"$R/tmp\" XDG_CACHE_HOME=\"$R/home/.cache\" "
            "XDG_CONFIG_HOME=\"$R/home/.config\" XDG_DATA_HOME=\"$R/home/.local/share\" USER=nobody LOGNAME=nobody")
     kill = f"{fence_.drop} bash -c 'kill -KILL -1' 2>/dev/null"  # every process of the run's user but this one
-    wipe = f"find $(cat {WRITABLE_LIST} 2>/dev/null) -mindepth 1 -user {RUN_UID} -delete 2>/dev/null"
+    wipe = (f"find $(cat {WRITABLE_LIST} 2>/dev/null) -mindepth 1 -user {RUN_UID} -delete 2>/dev/null; "
+            f"{fence_.drop} ipcrm -a 2>/dev/null")
     left = (f"find \"$R/home\" \"$R/tmp\" $(cat {WRITABLE_LIST} 2>/dev/null) -mindepth 1 -user {RUN_UID} "
             f"-not -type d -printf '%p\\n' 2>/dev/null | head -n {MAX_LEFT} | "
             "sed -e \"s|^$R/home/|~/|\" -e \"s|^$R/tmp/|\\$TMPDIR/|\"")
@@ -111,7 +128,7 @@ def wrap(fence_: Fence, command: str) -> str:
         f"( export {env}; {fence_.drop} bash -c {shlex.quote(command)} )\n"
         f"rc=$?; t1=${{EPOCHREALTIME:-$(date +%s.%N)}}; times > \"$R/t1\"\n"
         f"{kill}\n"  # before listing what it left: nothing writes any more
-        f"printf '{OUTSIDE_SEP}%s %s\\n' \"$t0\" \"$t1\"; cat \"$R/t0\" \"$R/t1\"; {left}\n"
+        f"printf '{OUTSIDE_SEP}%s %s\\n' \"$t0\" \"$t1\"; cat \"$R/t0\" \"$R/t1\"; {left}; {_IPC_LIST}\n"
         f"rm -rf \"$R\"; {wipe}\n"
         "exit $rc"
     )

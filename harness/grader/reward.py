@@ -20,6 +20,12 @@ reference's), with `uncertain.opt_commit` when the calibrated verdict's bootstra
 `p`; so Opt@K, Avg@k, Best@k and Dominance come from the same summary as for timing tasks.
 `grading.in_place` verifies in the agent's own container instead, as Harbor does (recorded as
 `in_place` in the report).
+
+Every verification starts in a container with no process left running (it restarts, its files kept:
+the agent's processes when in place, a daemon an earlier round's build left) and with the pins checked
+again, so nothing from one round can rewrite the reward or the metric of the next. A process that
+outlives a verification of the patch (and none of the untouched environment's or the reference's) is a
+hack flag: within its own round it could rewrite the reward as it is read (`hack_suspect`).
 """
 from __future__ import annotations
 
@@ -34,7 +40,7 @@ from typing import Any
 from harness.grader.anchors import Objective, calibrate, objective, read_metric
 from harness.grader.config import GradeConfig
 from harness.grader.states import PATCH_PATH
-from harness.sandbox.interface import ExecResult, Sandbox, SandboxError, pin_if_possible
+from harness.sandbox.interface import ExecResult, Freezable, Sandbox, SandboxError, pin_if_possible
 from harness.sandbox.providers import SandboxProvider
 from harness.tasks.task import RewardCheck, Task
 
@@ -114,10 +120,6 @@ def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig,
                 report.update(status="patch_failed", reason=f"git apply failed: {applied.output.strip()[-600:]}")
                 return report
         report["patch_successfully_applied"] = True
-        changed = _changed_pins(box, box.workdir, box.pins)
-        if changed:
-            report.update(status="instruction_violation", reason=f"pinned file(s) changed: {', '.join(changed)}")
-            return report
         log(f"[{task.id}] verifier: /tests/test.sh (timeout {check.timeout:g} s)")
         first = verify(box, check)
         report["verifier_exit_code"], report["verifier_s"] = first.run.exit_code, round(first.run.duration, 2)
@@ -133,14 +135,22 @@ def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig,
         report.update(status="passed", reason="", reward=first.reward, score=first.reward, test_passed=True,
                       opt_base=first.reward > 0, opt_commit=first.reward >= config.success, score_source="reward")
         goal = objective(dict(check.optimization))
+        survivors: dict[str, set[str]] = {"patch": set(first.survivors)}
         if goal is not None and config.calibrate:
-            calibration = _calibrate(task, goal, box, first, start, config, log)
+            calibration = _calibrate(task, goal, box, first, start, config, log, survivors)
             report["calibration"] = calibration
             if calibration.get("score") is not None:
                 score = calibration["score"]
                 report.update(score=score, score_source="calibrated", opt_base=score > 0,
                               opt_commit=calibration["reaches_reference"],
                               uncertain={"opt_commit": calibration["uncertain"]})
+        if reasons := survivor_review(survivors):
+            report.update(status="hack_suspect", reason="; ".join(reasons), hack={"suspect": True, "reasons": reasons})
+        return report
+    except PinsChanged as err:  # before the first verification, or before a later round (calibration)
+        report.update(status="instruction_violation", reason=str(err), score=0.0, reward=None, opt_base=False,
+                      opt_commit=False, test_passed=False)
+        report.pop("calibration", None)
         return report
     except SandboxError as err:
         report.update(status="error", reason=str(err))
@@ -160,10 +170,21 @@ class Verification:
     reward: float | None
     extras: dict[str, Any]
     why: str
+    survivors: tuple[str, ...] = ()  # processes the verification started that outlived it (seen from outside)
 
 
-def verify(box: Sandbox, check: RewardCheck) -> Verification:
-    """One Harbor verification in `box`: old rewards removed, tests/ in /tests, test.sh run, reward read."""
+class PinsChanged(Exception):
+    """A file the task pins differs from the image's (the message lists them)."""
+
+
+def verify(box: Sandbox, check: RewardCheck, pinned: bool = True) -> Verification:
+    """One Harbor verification in `box`: every process there ended first (the agent's when in place, a
+    daemon an earlier round's build left), the pinned files checked (`pinned`: the patch's box, not the
+    reference solution's), old rewards removed, tests/ in /tests, test.sh run, reward read."""
+    if isinstance(box, Freezable):
+        box.restart()
+    if pinned and (changed := _changed_pins(box, box.workdir, box.pins)):
+        raise PinsChanged(f"pinned file(s) changed: {', '.join(changed)}")
     box.exec(f"rm -f {REWARD_TXT} {REWARD_JSON}; mkdir -p /logs/verifier {TESTS_DIR}", timeout=60)
     for name, data, mode in check.tests:
         path = f"{TESTS_DIR}/{name}"
@@ -172,8 +193,10 @@ def verify(box: Sandbox, check: RewardCheck) -> Verification:
     run = box.exec(f"bash {TESTS_DIR}/test.sh", timeout=check.timeout, cwd=box.workdir, env=dict(check.env))
     if run.timed_out:
         return Verification(run, None, {}, "timed out")
+    # A process the verification's build left could rewrite the reward as it is read: seen, it is a flag.
+    survivors = tuple(box.processes()) if isinstance(box, Freezable) else ()
     reward, extras, why = read_reward(_read(box, REWARD_TXT), _read(box, REWARD_JSON))
-    return Verification(run, reward, extras, why)
+    return Verification(run, reward, extras, why, survivors)
 
 
 def _metric(verification: Verification, goal: Objective) -> float | None:
@@ -181,9 +204,17 @@ def _metric(verification: Verification, goal: Objective) -> float | None:
 
 
 def _calibrate(task: Task, goal: Objective, patch_box: Sandbox, first: Verification,
-               start: Callable[[str], Sandbox], config: GradeConfig, log: Any) -> dict[str, Any]:
+               start: Callable[[str], Sandbox], config: GradeConfig, log: Any,
+               survivors: dict[str, set[str]]) -> dict[str, Any]:
     """The task's metric on the untouched environment, the reference solution and the patch, measured in
-    interleaved rounds here, and the score those anchors give (anchors.py)."""
+    interleaved rounds here, and the score those anchors give (anchors.py). Adds each state's surviving
+    processes to `survivors`."""
+
+    def measure(state: str) -> float | None:
+        done = verify(states[state], check, pinned=state == "patch")
+        survivors.setdefault(state, set()).update(done.survivors)
+        return _metric(done, goal)
+
     check = task.reward_check
     assert check is not None
     value, where = read_metric(first.extras, goal.metric)
@@ -208,7 +239,7 @@ def _calibrate(task: Task, goal: Objective, patch_box: Sandbox, first: Verificat
     log(f"[{task.id}] anchors: {goal.metric} on base, patch and reference, {max(rounds, 1)} round(s)")
     warm: dict[str, float] = {}
     for warm_up in ("base", "reference"):  # the patch's first verification was its warm-up
-        if (got := _metric(verify(states[warm_up], check), goal)) is None:
+        if (got := measure(warm_up)) is None:
             return {"score": None, "reason": f"the {warm_up} run reported no numeric {goal.metric!r}"}
         warm[warm_up] = got
     values: dict[str, list[float]] = ({state: [] for state in states} if rounds else  # timed: warm-ups left out
@@ -218,10 +249,22 @@ def _calibrate(task: Task, goal: Objective, patch_box: Sandbox, first: Verificat
               ("reference", "patch", "base"))
     for r in range(rounds):
         for state in orders[r % len(orders)]:
-            if (got := _metric(verify(states[state], check), goal)) is None:
+            if (got := measure(state)) is None:
                 return {"score": None, "reason": f"a {state} run reported no numeric {goal.metric!r}"}
             values[state].append(got)
     return {**calibrate(values, goal, config.p, config.bootstrap, config.seed), "read_from": where}
+
+
+def survivor_review(survivors: dict[str, set[str]]) -> list[str]:
+    """The hack reason for processes the patch's verifications left running that the untouched
+    environment's and the reference's (when measured) did not leave."""
+    known = survivors.get("base", set()) | survivors.get("reference", set())
+    new = sorted(survivors.get("patch", set()) - known)
+    if not new:
+        return []
+    more = f" (and {len(new) - 3} more)" if len(new) > 3 else ""
+    return [f"processes outlived the verification: {', '.join(repr(c[:80]) for c in new[:3])}{more} (one could "
+            "rewrite the reward as it is read)"]
 
 
 def _changed_pins(box: Sandbox, workdir: str, pins: dict[str, str]) -> list[str]:

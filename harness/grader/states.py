@@ -13,10 +13,11 @@ import posixpath
 import re
 import shlex
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from harness.grader.isolation import Fence, Outside, fence, hand_over, parse, wrap
+from harness.grader.freeze import changed_files, digest, freeze, tool_changes
+from harness.grader.isolation import Fence, Outside, fence, hand_over, parse, precompile, wrap
 from harness.grader.patch_paths import UnreadablePatch, section_paths, sections
 from harness.sandbox.interface import TESTBED, Sandbox, is_excluded
 from harness.sandbox.processes import FreshProcesses
@@ -127,12 +128,24 @@ def checkout(sandbox: Sandbox, commit: str, timeout: float = 300) -> None:
         raise StepFailed(f"checkout of {commit[:12]}", done.output)
 
 
-def install_tests(sandbox: Sandbox, task: Task) -> list[str]:
-    """Copy the hidden tests (and perfkit.py) into the sandbox in one transfer; returns the test script names."""
+def install_tests(sandbox: Sandbox, task: Task) -> dict[str, str]:
+    """Copy the hidden tests (and perfkit.py) into the sandbox in one transfer; returns their digests
+    (path -> sha256, taken here on the host)."""
     files = {posixpath.join(task.test_dir, name): data for name, data in task.hidden_files}
-    sandbox.write_files({**files, f"{HIDDEN_DIR}/perfkit.py": PERFKIT.read_bytes()})
+    files[f"{HIDDEN_DIR}/perfkit.py"] = PERFKIT.read_bytes()
+    sandbox.write_files(files)
     sandbox.exec(f"mkdir -p {REF_DIR}", timeout=30)
-    return list(task.test_names)
+    return {path: digest(data if isinstance(data, bytes) else data.encode()) for path, data in files.items()}
+
+
+def check_intact(state: "CodeState", when: str) -> None:
+    """Fail the state's run as tampering when a hidden test, the timing helper or a reference result
+    differs from what was copied in (read from outside the container)."""
+    changed = changed_files(state.sandbox, state.expected)
+    if changed:
+        more = f" (and {len(changed) - 3} more)" if len(changed) > 3 else ""
+        raise StepFailed(f"the hidden files' check {when}",
+                         f"tampering: {', '.join(changed[:3])}{more} changed since the grader copied them in")
 
 
 @dataclass(frozen=True)
@@ -191,13 +204,17 @@ def run_test_script(state: "CodeState", test: str, mode: str | None, timeout: fl
     return TestRun(statistics.fmean(times), outside)
 
 
-def copy_references(source: Sandbox, target: Sandbox) -> int:
-    """Carry the reference results stored by `--reference` runs to another container."""
-    listing = source.exec(f"cd {REF_DIR} && find . -maxdepth 1 -type f -printf '%f\\n'", timeout=30)
+def copy_references(source: "CodeState", target: "CodeState") -> int:
+    """Carry the reference results stored by `--reference` runs to another state's container. Their
+    digests join both states' expected files, checked before every round like the tests."""
+    listing = source.sandbox.exec(f"cd {REF_DIR} && find . -maxdepth 1 -type f -printf '%f\\n'", timeout=30)
     names = [line for line in listing.output.splitlines() if line.strip()]
     for name in names:
-        target.write_file(f"{REF_DIR}/{name}", source.read_file(f"{REF_DIR}/{name}"))
-    hand_over(target, REF_DIR, writable=False)  # no test process may change them
+        path = f"{REF_DIR}/{name}"
+        data = source.sandbox.read_file(path)
+        target.sandbox.write_file(path, data)
+        source.expected[path] = target.expected[path] = digest(data)
+    hand_over(target.sandbox, REF_DIR, writable=False)  # no test process may change them
     return len(names)
 
 
@@ -214,6 +231,8 @@ class CodeState:
     task: Task
     fence: Fence | None = None  # test processes fenced (fresh state, read-only repository), or not
     hooks: tuple[str, ...] = ()  # the interpreter's start-up hooks after the build ("path digest")
+    built: tuple[str, ...] = ()  # what the build changed in the container (grader.freeze)
+    expected: dict[str, str] = field(default_factory=dict)  # hidden file -> sha256, checked every round
 
 
 def prepare_state(name: str, sandbox: Sandbox, task: Task, patch: str | None = None,
@@ -226,12 +245,23 @@ def prepare_state(name: str, sandbox: Sandbox, task: Task, patch: str | None = N
         apply_patch(sandbox, patch, excludes=task.patch_excludes)
     if commit or patch:
         install(sandbox, task)
-    tests = tuple(install_tests(sandbox, task))
+    expected = install_tests(sandbox, task)
     # A fixed hash seed: string hashing otherwise changes dict/set layouts, and so timings, per process.
     env = {"PYTHONHASHSEED": "0", **(OFFLINE_ENV if task.network == "offline" else {})}
+    # The steps that run the build's own code as root (its interpreter, its start-up hooks) come first;
+    # then the state is frozen: no process they started is left (grader.freeze).
     hooks = start_up_hooks(sandbox, task, env)
-    fenced = fence(sandbox, (task.workdir or TESTBED, HIDDEN_DIR), task.test_python) if fresh else None
-    return CodeState(name, sandbox, tests, FreshProcesses(sandbox, env, login=False), task, fenced, hooks)
+    readonly = (task.workdir or TESTBED, HIDDEN_DIR)
+    if fresh:
+        precompile(sandbox, readonly, task.test_python)
+    built = freeze(sandbox)
+    if patch and (tools := tool_changes(built)):
+        raise StepFailed("the build", f"it changed tools the grader runs as root: {', '.join(tools)}")
+    state = CodeState(name, sandbox, tuple(task.test_names), FreshProcesses(sandbox, env, login=False), task,
+                      None, hooks, built, expected)
+    check_intact(state, "after the build")
+    fenced = fence(sandbox, readonly, task.test_python) if fresh else None
+    return replace(state, fence=fenced)
 
 
 def start_up_hooks(sandbox: Sandbox, task: Task, env: dict[str, str]) -> tuple[str, ...]:

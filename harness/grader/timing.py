@@ -17,7 +17,7 @@ import numpy as np
 
 from harness.grader.config import GradeConfig
 from harness.grader.isolation import Outside
-from harness.grader.states import CodeState, StepFailed, Stop, reason_of, run_test_script
+from harness.grader.states import CodeState, StepFailed, Stop, check_intact, reason_of, run_test_script
 from harness.tasks.task import Task
 
 Log = Callable[[str], None]
@@ -65,9 +65,22 @@ def time_session(task: Task, base: CodeState, commit: CodeState, patches: list[C
             out.outside[state.name][test].append(done.outside)
         return done.reported
 
+    def intact(state: CodeState, when: str) -> None:
+        """The hidden files as copied in, or the state's run fails as tampering (grader.freeze)."""
+        if state.name in failed:
+            return
+        try:
+            check_intact(state, when)
+        except StepFailed as err:
+            if state is base or state is commit:
+                raise Stop("base_failed" if state is base else "error", reason_of(err, state.name)) from None
+            failed[state.name] = err
+
     if config.mode == "interleaved":
         log(f"[{task.id}] timing: {rounds} rounds x {len(tests)} tests, {len(patches)} patch(es) (interleaved)")
         for r in range(rounds):
+            for state in states:
+                intact(state, f"before round {r + 1}")
             for i, test in enumerate(tests):
                 live = [p for p in patches if p.name not in failed]
                 for group in interleaved_order(base, commit, live, r * len(tests) + i):
@@ -82,6 +95,7 @@ def time_session(task: Task, base: CodeState, commit: CodeState, patches: list[C
     else:  # GSO: all base runs, then all patch runs, then all expert runs
         log(f"[{task.id}] timing: {rounds} rounds x {len(tests)} tests, {len(patches)} patch(es) (gso)")
         for state in (base, *patches, commit):
+            intact(state, "before its rounds")
             for test in tests:
                 for _ in range(rounds):
                     run(state, test)

@@ -44,6 +44,11 @@ class SandboxUnavailable(SandboxError):
     """This machine cannot start sandboxes (no engine, no access); the message says how to fix it."""
 
 
+class NoPatch(Exception):
+    """The sandbox's change cannot be read as a patch because of what was done inside it (its repository
+    deleted or broken, git removed): the agent's outcome, not infrastructure. The message says what failed."""
+
+
 class ImageBuildError(SandboxError):
     """Building a task's image failed; the first line names what failed, the output tail follows."""
 
@@ -137,7 +142,10 @@ class Sandbox(Protocol):
         """Several files at once (path -> contents); missing parent directories are created."""
         ...
 
-    def diff(self) -> str: ...
+    def diff(self) -> str:
+        """The change to the working directory since the base commit; raises NoPatch when the sandbox's
+        repository or git cannot give one."""
+        ...
 
     def open_stream(self, cmd: list[str], tty: bool = True, env: dict[str, str] | None = None,
                     workdir: str | None = None) -> Stream: ...
@@ -150,6 +158,24 @@ class Pinnable(Protocol):
     """A capability some sandboxes have: moving the running sandbox onto given CPUs (timing runs)."""
 
     def pin(self, cpuset: str) -> None: ...
+
+
+@runtime_checkable
+class Freezable(Protocol):
+    """Capabilities the grader uses to freeze a built state: every process ended, and what changed."""
+
+    def restart(self) -> None:
+        """Kill every process in the sandbox (all its files kept) and start it again, ready for exec."""
+
+    def processes(self) -> list[str]:
+        """The command lines of the processes running in the sandbox (its own keep-alive left out), as seen
+        from outside it."""
+        ...
+
+    def changed_paths(self) -> list[str]:
+        """The deepest paths added, changed or deleted since the sandbox started from its image (not the
+        directories above them), as seen from outside it (the sandbox's own tools are not asked)."""
+        ...
 
 
 def pin_if_possible(sandbox: object, cpuset: str) -> bool:

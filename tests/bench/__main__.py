@@ -95,7 +95,7 @@ def bench_task(task: Task, image: str, rounds: int, cpuset: str) -> list[dict[st
         base, expert = states
         for test in base.tests:  # warm-up runs, which also store and check the reference results
             run_test_script(base, test, "reference", task.test_timeout)
-        copy_references(base.sandbox, expert.sandbox)
+        copy_references(base, expert)
         for test in expert.tests:
             run_test_script(expert, test, "eqcheck", task.test_timeout)
         times: dict[tuple[str, str], list[float]] = {}

@@ -30,8 +30,8 @@ from harness.sandbox.docker.containers import LABEL, OWNER_LABEL, docker_client,
 from harness.sandbox.docker.images import BASE_COMMIT_LABEL
 from harness.sandbox.docker.workspace import GIT_DIR_LABEL, PINS_LABEL, WORKDIR_LABEL
 from harness.sandbox.docker.stream import DockerStream
-from harness.sandbox.interface import (DIFF_EXCLUDES, TESTBED, ExecResult, OutputCapture, SandboxError, close_quietly,
-                                       SandboxLimits)
+from harness.sandbox.interface import (DIFF_EXCLUDES, TESTBED, ExecResult, NoPatch, OutputCapture, SandboxError,
+                                       SandboxLimits, close_quietly)
 
 KILL_GRACE = 5  # seconds between TERM and KILL inside the container
 BACKSTOP_GRACE = 15  # extra seconds the host waits before declaring an exec wedged
@@ -94,6 +94,8 @@ class DockerSandbox:
                 network_mode=None if limits.network else "none",
                 mem_limit=limits.memory, memswap_limit=limits.memory, pids_limit=limits.pids,
                 nano_cpus=int(limits.cpus * 1e9), working_dir=workdir,
+                # a System V segment no process holds is removed: no cache across a grader's fenced runs
+                sysctls={"kernel.shm_rmid_forced": "1"},
             )
         # Tracked from its creation, not once it runs: when the engine goes away between create and start
         # (a daemon restart), the created container outlives the error and must still be removed.
@@ -233,38 +235,73 @@ class DockerSandbox:
     def diff(self) -> str:
         """The change to the working directory since the base commit, as a patch `git apply` accepts.
 
-        Uses a scratch index so the agent's own index and commits are irrelevant and untouched; build and
-        tooling paths are left out. In a repository of the task's own (/testbed) binary files are left out
-        too, as GSO and OpenHands do; a working directory snapshotted outside itself (Harbor tasks) gets a
-        binary-safe diff, since there the files are the task.
+        Taken through a repository made for it (its objects borrowed from the sandbox's repository by an
+        alternate, its own index and configuration), so nothing the agent set there counts: not its index
+        or commits, not its git config (external diff drivers, filters, fsmonitor, prefixes, hooks), not
+        the system's or root's. Build and tooling paths are left out. In a repository of the task's own
+        (/testbed) binary files are left out too, as GSO and OpenHands do; a working directory snapshotted
+        outside itself (Harbor tasks) gets a binary-safe diff, since there the files are the task. A
+        repository or git the agent broke gives NoPatch (its outcome), a lost container SandboxError.
         """
         if not self.base_commit:
             raise SandboxError("the image has no base commit label; build it with 'optrunner build'")
         excludes = " ".join(f"':(exclude,glob)**/{p}' ':(exclude,glob)**/{p}/**'" for p in DIFF_EXCLUDES)
         binary = self.git_dir is not None
+        source = self.git_dir or f"{self.workdir}/.git"
         drop_binaries = "" if binary else f"""git diff --cached --numstat --no-renames -z {self.base_commit} |
   while IFS=$'\\t' read -r -d '' added deleted name; do
     if [ "$added" = "-" ]; then git reset -q {self.base_commit} -- "$name"; fi
   done
 """
         script = f"""set -e
-{f"export GIT_DIR={self.git_dir} GIT_WORK_TREE={self.workdir}" if self.git_dir else ""}
-export GIT_INDEX_FILE=$(mktemp)
-trap 'rm -f "$GIT_INDEX_FILE"' EXIT
+cd {self.workdir} || {{ echo "no working directory {self.workdir}"; exit 3; }}
+[ -d {source}/objects ] || {{ echo "no repository at {source}"; exit 3; }}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory \
+  GIT_CONFIG_VALUE_0='*'
+git init -q "$T/r"
+echo {source}/objects > "$T/r/.git/objects/info/alternates"
+cp {source}/info/exclude "$T/r/.git/info/exclude" 2>/dev/null || true
+export GIT_DIR="$T/r/.git" GIT_WORK_TREE={self.workdir} GIT_INDEX_FILE="$T/index"
 git read-tree {self.base_commit}
 git add -A {"-f " if binary else ""}-- . {excludes}
-{drop_binaries}git diff --cached --no-color --no-renames {"--binary " if binary else ""}{self.base_commit} \
-  > /tmp/.optrunner.diff
+{drop_binaries}git diff --cached --no-color --no-renames --no-ext-diff --no-textconv {"--binary " if binary else ""}\
+  {self.base_commit} > /tmp/.optrunner.diff
 """
-        done = self.exec(script, timeout=120, cwd=self.workdir)
+        done = self.exec(script, timeout=300, cwd="/")
         if done.exit_code != 0:
-            raise SandboxError(f"git diff failed in the sandbox: {done.output.strip()[-500:]}")
+            raise NoPatch(f"git diff failed in the sandbox: {done.output.strip()[-500:]}")
         return self.read_file("/tmp/.optrunner.diff").decode("utf-8", errors="replace")
 
     def pin(self, cpuset: str) -> None:
         """Move the running container (and every process in it) onto these CPUs, e.g. "1" (`Pinnable`)."""
         with engine_errors():
             self.container.update(cpuset_cpus=cpuset)
+
+    def restart(self) -> None:
+        """Every process killed, the container started again with its files (`Freezable`)."""
+        with engine_errors():
+            self.container.restart(timeout=0)
+            self.container.reload()
+        if self.container.status != "running":
+            raise SandboxError(f"docker: the container did not come back after a restart ({self.container.status})")
+
+    def processes(self) -> list[str]:
+        """The command lines of the processes running in the container but its own keep-alive, listed by
+        the engine (`Freezable`)."""
+        with engine_errors():
+            rows = self.container.top(ps_args="-o pid,args").get("Processes") or []
+        return [row[-1] for row in rows if row[-1] not in ("sleep infinity", "/sbin/docker-init -- sleep infinity")]
+
+    def changed_paths(self) -> list[str]:
+        """The container's changes against its image, from the engine (`docker diff`, `Freezable`)."""
+        with engine_errors():
+            paths = sorted({change["Path"] for change in self.container.diff() or []})
+        # the deepest paths only (a directory is listed as changed for what changed below it); docker's
+        # init binary, mounted into every container started with init=True, is no change
+        return [p for i, p in enumerate(paths) if p != "/usr/sbin/docker-init"
+                and not (i + 1 < len(paths) and paths[i + 1].startswith(p.rstrip("/") + "/"))]
 
     # -- lifetime
 
