@@ -290,6 +290,15 @@ def test_provider_outage_is_retried_as_an_infrastructure_error(tasks_dir: Path, 
     assert len(record["infra_errors"]) == 1 and "500" in record["infra_errors"][0]
 
 
+def test_a_repository_the_agent_deleted_is_its_outcome_not_a_retry(tasks_dir: Path, tmp_path: Path) -> None:
+    done = runner("model=script", "model.steps=[{bash: 'rm -rf /testbed/.git'}, {finish: done}]", "infra_retries=2",
+                  "scaffold=mini_swe", f"tasks.selector={tasks_dir}", "tasks.ids=[alpha]", "grade=none", out=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (record,) = results(run_dir(tmp_path))
+    assert record["exit_reason"] == "submitted" and record["attempts"] == 1 and record["patch"] == ""
+    assert "no repository at /testbed/.git" in record["details"]["no_patch"]
+
+
 def test_spend_of_retried_attempts_is_kept(tasks_dir: Path, tmp_path: Path) -> None:
     done = runner("model=script", "model.steps=[{bash: 'true'}, {error: 500}]", "model.attempts=1",
                   "infra_retries=2", "scaffold=mini_swe", f"tasks.selector={tasks_dir}", "tasks.ids=[alpha]",

@@ -18,7 +18,7 @@ from harness.grader.states import apply_patch
 from harness.sandbox.docker.containers import OWNER_LABEL, owner_id, remove_containers
 from harness.sandbox.docker.sandbox import DockerSandbox
 from harness.sandbox.interface import OutputCapture as _Capture
-from harness.sandbox.interface import SandboxError, SandboxLimits, memory_bytes
+from harness.sandbox.interface import NoPatch, SandboxError, SandboxLimits, memory_bytes
 from tests.docker_support import client, sandbox_for, smoke_task, task_image
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -162,6 +162,26 @@ def test_diff_round_trips_through_git_apply_on_a_fresh_container(box: DockerSand
         assert fresh.diff() == patch
     finally:
         fresh.close()
+
+
+@pytest.mark.docker
+def test_diff_ignores_the_agents_git_configuration_and_hooks(box: DockerSandbox) -> None:
+    box.exec("echo '# touched' >> README.md")
+    honest = box.diff()
+    box.exec("git config diff.external /bin/false && git config diff.noprefix true && "
+             "git config core.fsmonitor 'echo broken; exit 1' && git config core.hooksPath /nowhere && "
+             "git config filter.x.clean false && echo '* filter=x' > .git/info/attributes && "
+             "git config --global diff.external /bin/false && git config --global diff.mnemonicPrefix true")
+    assert box.diff() == honest and honest.startswith("diff --git a/README.md b/README.md")
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("breakage", ["rm -rf .git", "rm -rf .git/objects/pack .git/objects/??",
+                                      "rm -f $(command -v git)"])
+def test_a_repository_the_agent_broke_is_no_patch_not_an_engine_error(box: DockerSandbox, breakage: str) -> None:
+    box.exec("echo '# touched' >> README.md && " + breakage)
+    with pytest.raises(NoPatch, match="git diff failed in the sandbox"):
+        box.diff()
 
 
 def test_close_removes_the_container() -> None:
