@@ -28,6 +28,7 @@ class TimingJob:
     patches: list[str]
     image: str  # the task's grading image
     config: GradeConfig
+    base_image: str = ""  # what the base's and the patches' states start from (TaskImages.base; "": image)
 
 
 # One timing job at a time in this process: concurrent timing runs would measure each other.
@@ -44,7 +45,8 @@ def time_locally(sandboxes: SandboxProvider) -> Timing:
         for i, job in enumerate(jobs):
             with TIMING_LOCK:
                 reports = grade_patches(job.task, list(job.patches), job.image, job.config,
-                                        instance_id=job.task.id, log=log, sandboxes=sandboxes)
+                                        instance_id=job.task.id, log=log, sandboxes=sandboxes,
+                                        base_image=job.base_image)
             yield i, reports
     return timing
 
@@ -82,7 +84,8 @@ class Grader:
             else:
                 if task.id not in job_of:
                     job_of[task.id] = len(jobs)
-                    jobs.append(TimingJob(task, [], self.images[task.id].grading, self.config))
+                    images = self.images[task.id]
+                    jobs.append(TimingJob(task, [], images.grading, self.config, images.base))
                     waiting.append([])
                 j = job_of[task.id]
                 jobs[j].patches.append(record.patch or "")

@@ -70,6 +70,15 @@ def test_gsos_image_is_used_and_the_agent_gets_a_safe_layer(gso: tuple[Path, Pat
         assert box.exec("git rev-parse HEAD").output.strip() == row["base_commit"]
         assert box.exec("python -c 'import sys; print(sys.prefix)'").output.strip() == "/testbed/.venv"
         assert box.diff() == ""
+    # Graded base and patch states start from the history cut, GSO's image otherwise: a build cannot check
+    # out the expert's commit there; the expert's state starts from GSO's image, which has it.
+    assert images.base and images.base not in (images.grading, images.agent)
+    with DockerSandbox.start(images.base, client=client()) as box:
+        assert box.exec(f"test -e {MARKER} && test -e /eval.sh").exit_code == 0
+        assert box.exec(f"git cat-file -e {row['opt_commit']}").exit_code != 0
+        assert box.exec("git rev-parse HEAD").output.strip() == row["base_commit"]
+    with DockerSandbox.start(images.grading, client=client()) as box:
+        assert box.exec(f"git cat-file -e {row['opt_commit']}").exit_code == 0
 
 
 def test_a_run_grades_in_gsos_image(gso: tuple[Path, Path, list[dict]], prebuilt: tuple[str, dict],

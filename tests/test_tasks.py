@@ -2,6 +2,7 @@
 line that names the task and the field or file."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -10,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from harness.__main__ import main as harness_main
+from harness.sandbox.docker.history import repository
+from harness.sandbox.interface import ImageBuildError
 from harness.tasks import TaskError, select_tasks
 from harness.tasks.folder import load_task
 from tests.conftest import write_task
@@ -84,6 +87,17 @@ def test_a_link_out_of_the_task_is_refused(tiny_task: Path) -> None:
     (tiny_task / "tests" / "secrets.txt").symlink_to("/proc/self/environ")
     with pytest.raises(TaskError, match="tests/secrets.txt is a symlink to /proc/self/environ, outside the task"):
         load_task(tiny_task)
+
+
+def test_a_gso_mirror_with_a_link_out_is_refused(tiny_task: Path, tmp_path: Path) -> None:
+    mirror = tmp_path / "mirror" / "acme__tiny.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(mirror)], check=True)
+    (mirror / "hooks" / "keys").symlink_to(Path.home())
+    task = dataclasses.replace(load_task(tiny_task), repo_url=str(mirror))
+    with pytest.raises(ImageBuildError, match="hooks/keys is a symlink to .*, outside the task directory"):
+        repository(task)
+    (mirror / "hooks" / "keys").unlink()
+    assert repository(task) == mirror
 
 
 def test_expert_patch_that_does_not_apply(tiny_task: Path) -> None:

@@ -63,7 +63,7 @@ def _grade_all(rollouts: list[list[Prediction]], tasks: list[Task], by_id: dict[
     for task_id, todo in missing.items():
         log(f"grading {task_id}: rollouts {', '.join(str(numbers[i]) for i, _, _ in todo)} in one session")
         graded = grade_patches(by_id[task_id], [pred.model_patch for _, pred, _ in todo], images[task_id].grading,
-                               config, log=log)
+                               config, log=log, base_image=images[task_id].base)
         for (index, pred, path), report in zip(todo, graded):
             report["model_name_or_path"] = pred.model_name_or_path
             write_json(path, report, indent=2)
@@ -148,7 +148,7 @@ def validate(tasks: list[Task], images: dict[str, TaskImages], config: GradeConf
         for attempt in range(repeat):
             for kind, patch, bucket in (("gold", task.expert_patch, result.gold), ("empty", "", result.empty)):
                 log(f"[{task.id}] {kind} patch, attempt {attempt + 1}/{repeat}")
-                report = grade(task, patch, images[task.id].grading, config, log=log)
+                report = grade(task, patch, images[task.id].grading, config, log=log, base_image=images[task.id].base)
                 write_json(out / task.id / f"{kind}_{attempt}.json", report, indent=2)
                 bucket.append(report)
         results.append(result)

@@ -48,15 +48,17 @@ PREPARE_THREADS = 8  # containers started, patched and built at once
 
 def grade(task: Task, patch: str | None, image: str, config: GradeConfig | None = None,
           instance_id: str | None = None, log: Log = lambda _msg: None,
-          sandboxes: SandboxProvider | None = None) -> dict[str, Any]:
+          sandboxes: SandboxProvider | None = None, base_image: str = "") -> dict[str, Any]:
     """Grade one patch; always returns a report (failures are statuses, not exceptions)."""
-    return grade_patches(task, [patch], image, config, instance_id, log, sandboxes)[0]
+    return grade_patches(task, [patch], image, config, instance_id, log, sandboxes, base_image)[0]
 
 
 def grade_patches(task: Task, patches: list[str | None], image: str, config: GradeConfig | None = None,
                   instance_id: str | None = None, log: Log = lambda _msg: None,
-                  sandboxes: SandboxProvider | None = None) -> list[dict[str, Any]]:
-    """One report per patch, in order; byte-identical patches are graded once and share the report."""
+                  sandboxes: SandboxProvider | None = None, base_image: str = "") -> list[dict[str, Any]]:
+    """One report per patch, in order; byte-identical patches are graded once and share the report.
+    `image` is the task's grading image; `base_image` (TaskImages.base), where there is one, is what the
+    base's and the patches' states start from: no history after the base commit for a build to reach."""
     config = config or GradeConfig()
     sandboxes = sandboxes or provider("docker")
     if task.reward_check is not None:  # a verifier that writes a reward (Harbor), not timed tests
@@ -73,8 +75,8 @@ def grade_patches(task: Task, patches: list[str | None], image: str, config: Gra
     todo = list(first.values())
     size = session_size(task, config)
     for start in range(0, len(todo), size):
-        _session(task, [(i, patches[i] or "") for i in todo[start:start + size]], reports, image, config, log,
-                 sandboxes)
+        _session(task, [(i, patches[i] or "") for i in todo[start:start + size]], reports, (image, base_image or image),
+                 config, log, sandboxes)
     return [dict(reports[first[r["patch_sha256"]]]) if r["patch_exists"] else r for r in reports]
 
 
@@ -98,7 +100,7 @@ def _available_memory() -> int:
     return 0
 
 
-def _session(task: Task, items: list[tuple[int, str]], reports: list[dict[str, Any]], image: str,
+def _session(task: Task, items: list[tuple[int, str]], reports: list[dict[str, Any]], images: tuple[str, str],
              config: GradeConfig, log: Log, sandboxes: SandboxProvider) -> None:
     """Grade the patches `items` ((index into reports, patch)) in one timing session; fills their reports."""
     started = time.monotonic()
@@ -113,7 +115,7 @@ def _session(task: Task, items: list[tuple[int, str]], reports: list[dict[str, A
         reasons, signals = static_review(code, task)
         reports[i]["hack"] = {"suspect": bool(reasons), "reasons": reasons, "signals": signals}
     try:
-        base, commit, patched = _prepare(task, items, image, config, reports, boxes, log, sandboxes, finish)
+        base, commit, patched = _prepare(task, items, images, config, reports, boxes, log, sandboxes, finish)
         if patched:
             timed = time_session(task, base, commit, list(patched.values()), config, log)
             for i, state in patched.items():
@@ -148,7 +150,7 @@ def _session(task: Task, items: list[tuple[int, str]], reports: list[dict[str, A
         reports[i]["session"] = session
 
 
-def _prepare(task: Task, items: list[tuple[int, str]], image: str, config: GradeConfig,
+def _prepare(task: Task, items: list[tuple[int, str]], images: tuple[str, str], config: GradeConfig,
              reports: list[dict[str, Any]], boxes: list[Sandbox], log: Log, sandboxes: SandboxProvider,
              finish: Callable[[int, str, str], None]) -> tuple[CodeState, CodeState, dict[int, CodeState]]:
     """Start, patch and build every state in parallel; then check them in GSO's status order. Returns the
@@ -156,7 +158,9 @@ def _prepare(task: Task, items: list[tuple[int, str]], image: str, config: Grade
     limits = replace(config.limits().for_task(None, task.memory), network=task.network == "allowed")
 
     def start(name: str, code: str | None) -> CodeState:
-        box = sandboxes.start(image, limits, labels={"optrunner.role": f"grade-{name}"})
+        expert_image, base_image = images  # only the expert's state starts where the expert's commit is
+        box = sandboxes.start(expert_image if name == "commit" else base_image, limits,
+                              labels={"optrunner.role": f"grade-{name}"})
         boxes.append(box)
         # The expert's state: its commit checked out where the image has it (GSO), else its diff applied.
         expert_commit = task.opt_commit if name == "commit" else None

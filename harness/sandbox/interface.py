@@ -67,10 +67,13 @@ class TaskImages:
     """A task's two images. They differ when the grading image holds what the agent must not see (GSO's
     prebuilt images keep the expert's commit and its eval script); otherwise both are one image."""
     agent: str  # what an agent's sandbox starts from
-    grading: str  # what graded code states start from
+    grading: str  # what the expert's graded state starts from (and every state, when `base` is "")
     # what was changed to build the task's own image on this machine (a FROM image replaced by a local
     # substitute, an Ubuntu package made Debian's): empty when it was built as written
     adapted: tuple[str, ...] = ()
+    # what the base's and the patches' graded states start from: the grading image with the history after
+    # the base commit cut (GSO's images keep the expert's commit, which a patch's build could check out)
+    base: str = ""
 
 
 def memory_bytes(size: str) -> int | None:

@@ -92,9 +92,10 @@ def time_patches(job: TimingJob, depot: Any) -> list[dict[str, Any]]:
     from harness.grader.grade import grade_patches
     from harness.sandbox.providers import provider
 
-    ensure_image(job.image, depot)
+    for image in {job.image, job.base_image} - {""}:
+        ensure_image(image, depot)
     return grade_patches(job.task, list(job.patches), job.image, job.config, instance_id=job.task.id,
-                         sandboxes=provider("docker"))
+                         sandboxes=provider("docker"), base_image=job.base_image)
 
 
 def sweep(run_id: str) -> int:

@@ -8,7 +8,9 @@ thin layer on top that:
 - removes the task's `agent_hides` paths;
 - makes the task's virtualenv every shell's python (GSO activates it only from /root/.bashrc, which
   non-interactive shells skip, with a relative path that fails outside /testbed).
-The build checks its own work: if `git cat-file -e <opt_commit>` still succeeds, it fails.
+The history cut is an image of its own (`ensure_cut_image`), nothing else changed: the grader starts the
+base's and the patches' states from it, so a patch's build cannot check out the expert's commit either.
+Its build checks its own work: if `git cat-file -e <opt_commit>` still succeeds, it fails.
 """
 from __future__ import annotations
 
@@ -42,37 +44,57 @@ git rev-parse HEAD
 """
 
 
-def agent_image_tag(task: Task, grading_image_id: str) -> str:
-    digest = content_hash(RECIPE_VERSION.encode(), grading_image_id.encode(),
-                          "\n".join(task.agent_hides).encode(), CUT_HISTORY.encode())
-    return f"optrunner/agent-{task.id.lower()}:{digest}"
+def _tag(kind: str, task: Task, parent_id: str, *parts: str) -> str:
+    digest = content_hash(RECIPE_VERSION.encode(), parent_id.encode(), *(p.encode() for p in parts))
+    return f"optrunner/{kind}-{task.id.lower()}:{digest}"
 
 
-def ensure_agent_image(client: docker.DockerClient, task: Task, grading: str, progress: Progress = print) -> str:
-    """The agent-safe layer on top of `grading` (reused while `grading` is the same image)."""
+def ensure_cut_image(client: docker.DockerClient, task: Task, grading: str, progress: Progress = print) -> str:
+    """The grading image with /testbed/.git holding only what the base commit reaches, nothing else changed:
+    where the base's and the patches' graded states start (a patch's build cannot check out the expert's
+    commit), and what the agent's image is made from. Reused while `grading` is the same image."""
     image = client.images.get(grading)
-    tag = agent_image_tag(task, image.id)
+    tag = _tag("cut", task, image.id, CUT_HISTORY)
     if image_exists(client, tag):
         return tag
-    progress(f"[{task.id}] agent image: history after the base commit and {len(task.agent_hides)} "
-             "hidden path(s) removed")
+    progress(f"[{task.id}] history after the base commit cut (graded base and patch states, agent image)")
     container = scratch_container(client, grading, network=False)
     try:
-        what = f"task {task.id}: agent image"
-        if task.agent_hides:
-            run_step(container, f"rm -rf {' '.join(shlex.quote(p) for p in task.agent_hides)}", what)
+        what = f"task {task.id}: history cut"
         head = run_step(container, CUT_HISTORY, what).strip().splitlines()[-1]
         # (login shells may print errors of the image's profile scripts: look for a token, not for output)
         if task.opt_commit and "optrunner-reachable" in run_step(
                 container, f"cd /testbed && git cat-file -e {task.opt_commit} 2>/dev/null && echo optrunner-reachable "
                 "|| true", what):
             raise ImageBuildError(f"{what}: the expert's commit {task.opt_commit[:12]} is still reachable")
+        workdir = image.attrs["Config"].get("WorkingDir") or "/testbed"
+        commit_image(container, tag, {}, {LABEL: "grading", "optrunner.task": task.id, BASE_COMMIT_LABEL: head},
+                     workdir=workdir)
+    finally:
+        container.remove(force=True)
+    return tag
+
+
+def ensure_agent_image(client: docker.DockerClient, task: Task, grading: str, progress: Progress = print) -> str:
+    """The agent-safe layer on top of `grading`'s history cut (reused while `grading` is the same image)."""
+    cut = ensure_cut_image(client, task, grading, progress)
+    image = client.images.get(cut)
+    tag = _tag("agent", task, image.id, "\n".join(task.agent_hides))
+    if image_exists(client, tag):
+        return tag
+    progress(f"[{task.id}] agent image: {len(task.agent_hides)} hidden path(s) removed, the venv every shell's")
+    container = scratch_container(client, cut, network=False)
+    try:
+        what = f"task {task.id}: agent image"
+        if task.agent_hides:
+            run_step(container, f"rm -rf {' '.join(shlex.quote(p) for p in task.agent_hides)}", what)
         image_env = dict(item.partition("=")[::2] for item in image.attrs["Config"].get("Env") or [])
         env = activate_venv(container, what, image_env.get("PATH", DEFAULT_PATH))
         if env:  # GSO's relative `source .venv/bin/activate` in .bashrc fails outside /testbed: replaced above
             run_step(container, "if [ -f /root/.bashrc ]; then sed -i 's|^source .venv/bin/activate|# &|' "
                      "/root/.bashrc; fi", what)
-        commit_image(container, tag, env, {LABEL: "agent", "optrunner.task": task.id, BASE_COMMIT_LABEL: head})
+        commit_image(container, tag, env, {LABEL: "agent", "optrunner.task": task.id,
+                                           BASE_COMMIT_LABEL: image.labels[BASE_COMMIT_LABEL]})
     finally:
         container.remove(force=True)
     return tag

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import IO
 
 from harness.sandbox.interface import ImageBuildError
-from harness.tasks.task import Task
+from harness.tasks.task import Task, TaskError, refuse_links_out
 
 CACHE = Path(os.environ.get("OPTRUNNER_REPO_CACHE", Path.home() / ".cache" / "optrunner" / "repos"))
 
@@ -38,6 +38,10 @@ def repository(task: Task) -> Path:
         if not path.exists():
             raise ImageBuildError(f"task {task.id}: no repository at {path} (the mirror should hold "
                                   f"{path.name}, a bare clone of {task.repo})")
+        try:  # the mirror goes into the image as it is: a link out of it would carry this machine's files
+            refuse_links_out(path, f"task {task.id}: the mirror {path}")
+        except TaskError as err:
+            raise ImageBuildError(str(err)) from None
         return path
     cached = CACHE / f"{hashlib.sha256(url.encode()).hexdigest()[:16]}.git"
     if not cached.exists():

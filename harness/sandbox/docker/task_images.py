@@ -3,7 +3,8 @@
 - A task naming a prebuilt image (GSO's) uses it when it is present or can be pulled (policy `auto` or
   `prebuilt`); otherwise (`auto` or `build`) an equivalent image is built from the task.
 - When the grading image may hold what the agent must not see (an expert commit in its history, an eval
-  script), the agent's image is a derived layer without it (agent_image.py); otherwise both are one.
+  script), the agent's image is a derived layer without it (agent_image.py); otherwise both are one. Its
+  history cut is an image of its own, where the grader starts the base's and the patches' states.
 - A task with its own environment (Harbor: a Dockerfile, or a prebuilt `docker_image`) gets its image
   built with local substitutes for unreachable bases (dockerfile.py), then a workspace layer that makes
   its working directory diffable (workspace.py); agent and grader share it (its tests are not in it).
@@ -14,7 +15,7 @@ from collections.abc import Mapping
 
 import docker
 
-from harness.sandbox.docker.agent_image import ensure_agent_image
+from harness.sandbox.docker.agent_image import ensure_agent_image, ensure_cut_image
 from harness.sandbox.docker.dockerfile import adapted_of, ensure_dockerfile_image
 from harness.sandbox.docker.images import BaseImageSpec, Progress, ensure_base_image, ensure_task_image
 from harness.sandbox.docker.prebuilt import NotAvailable, find_or_pull
@@ -66,5 +67,7 @@ def ensure_images(client: docker.DockerClient, tasks: list[Task], spec: BaseImag
                                       + (f"\n{rest}" if rest else "")) from None
         hides_something = bool(task.opt_commit or task.agent_hides)
         agent = ensure_agent_image(client, task, grading, progress) if hides_something else grading
-        images[task.id] = TaskImages(agent=agent, grading=grading)
+        # graded base and patch states start without the expert's commit in their history
+        cut = ensure_cut_image(client, task, grading, progress) if task.opt_commit else ""
+        images[task.id] = TaskImages(agent=agent, grading=grading, base=cut)
     return images
