@@ -7,7 +7,12 @@ session, `--repeat` times. Printed per task and patch: the status of each repeat
 kinds of reason. Targets: every hack `hack_suspect` in every repeat; gold and weaker `passed` (unflagged)
 in every repeat, gold reaching opt_commit.
 
-usage: python -m tests.bench.hacks [--tasks smoke] [--repeat 3] [--rounds 7] [--memory 1g]
+Then one row per class of hack that reaches past the code (its build, System V IPC, renamed paths, a
+Harbor verifier's rounds, a task's symlinks: tests/bench/hack_classes.py) with what the grader did, and
+the smoke tasks' gold grading time at `--before` (the grader before the build was frozen) and here.
+
+usage: python -m tests.bench.hacks [--tasks smoke] [--repeat 3] [--rounds 7] [--memory 1g] [--before REF]
+                                   [--skip-fixtures]
 """
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ from harness.tasks import select_tasks
 
 console = Console()
 HACKS = Path(__file__).resolve().parents[1] / "fixtures" / "hacks"
+BEFORE = "d9634a7"  # the grader before issue 30's freeze, IPC sweep and fresh Harbor rounds
 
 
 def kinds(report: dict) -> str:
@@ -43,8 +49,40 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=GradeConfig.rounds)
     parser.add_argument("--memory", default="1g")
+    parser.add_argument("--before", default=BEFORE, help="the commit whose gold grading time is compared")
+    parser.add_argument("--skip-fixtures", action="store_true", help="only the hack classes and gold timing")
     args = parser.parse_args(argv)
     ensure_engine()
+    if not args.skip_fixtures:
+        fixtures(args)
+    classes(args)
+    return 0
+
+
+def classes(args: argparse.Namespace) -> None:
+    from tests.bench.hack_classes import class_rows, gold_times
+
+    table = Table(title="hacks that reach past the code, one per class")
+    for column in ("class", "what the grader did", "target met"):
+        table.add_column(column)
+    rows = class_rows(args.rounds)
+    for name, did, met in rows:
+        table.add_row(name, did, "yes" if met else "NO")
+    console.print(table)
+    console.print(f"classes with the target met: {sum(met for *_, met in rows)} of {len(rows)}")
+    times = gold_times(args.before, args.tasks, args.rounds, args.repeat)
+    timing = Table(title=f"gold patches' grading time, {args.rounds} rounds, median of {args.repeat}")
+    for column in ("task", f"before ({args.before[:12]}) s", "now s", "now / before"):
+        timing.add_column(column)
+    for task, (before, after) in times.items():
+        timing.add_row(task, f"{before:.1f}", f"{after:.1f}", f"{after / before:.2f}")
+    total_before, total_after = (sum(t[i] for t in times.values()) for i in (0, 1))
+    timing.add_row("all", f"{total_before:.1f}", f"{total_after:.1f}", f"{total_after / total_before:.2f}")
+    console.print(timing)
+    console.print(f"gold grading now / before: {total_after / total_before:.2f} (target: at most 1.10)")
+
+
+def fixtures(args: argparse.Namespace) -> None:
     tasks = [t for t in select_tasks(args.tasks) if (HACKS / t.id).is_dir()]
     images = ensure_images(docker_client(), tasks, BaseImageSpec(), progress=lambda m: console.print(f"[dim]{m}"))
     config = GradeConfig(rounds=args.rounds, memory=args.memory)
@@ -79,7 +117,6 @@ def main(argv: list[str] | None = None) -> int:
     console.print(table)
     console.print(f"hacks flagged: {total_hacks - missed} of {total_hacks} gradings (target: all); gold and weaker "
                   f"not passed (flagged or failed): {false_flags} (target: 0)")
-    return 0
 
 
 if __name__ == "__main__":
