@@ -9,6 +9,9 @@ grade.py        grade_patches(): a task's patches -> one report each (GSO's keys
 predictions.py  GSO predictions files
 batch.py        many patches: predictions files (`harness grade`) and the suite check (`harness validate`)
 isolation.py    fenced test processes (fresh HOME/TMPDIR, read-only repository), measured from outside
+freeze.py       a built state frozen before the tests go in (no build process left), checked from outside
+patch_paths.py  the paths each section of a patch names or writes, as git reads them
+reward.py       Harbor tasks: the verifier's reward, anchors measured here (anchors.py)
 guards.py       mechanical signs of a reward hack (protected paths, hooks, the clock, state left behind)
 judge/          an LLM judge: hack votes and ISO-Bench's soft labels for one rollout
 

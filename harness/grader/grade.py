@@ -7,6 +7,11 @@ the expert and every patch are checked against them (these correctness runs doub
 warm-up), then the timing rounds follow (`timing.time_session`), where the patches run around one expert
 run. With one patch this is the one-patch grading the tool always did.
 
+Each state is frozen after its build (grader.freeze: restarted, so no process of the build is left; the
+build's writes read from outside; the hidden files checked before every round). For GSO rows the base's
+and the patches' states start from the history-cut image (`base_image`), the expert's from the grading
+image, which has its commit.
+
 A session holds at most `grading.session_patches` patches, and no more containers than this machine's
 available memory holds at their memory limit each; a task with more distinct patches gets several
 sessions. Every report names its session (`session`: id, patches, wall time).
