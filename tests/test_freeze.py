@@ -173,8 +173,11 @@ def test_a_process_outliving_the_harbor_verification_is_flagged() -> None:
     task, image = _harbor("sortcount")
     source = (HARBOR / "sortcount" / "environment" / "app" / "sorter.py").read_text()
     report = grade(task, rewrite("sorter.py", source, source + REWARD_DAEMON), image, GradeConfig())
-    assert report["status"] == "hack_suspect", report.get("reason")
-    assert report["reason"].startswith("processes outlived the verification: 'python3")
+    # flagged; or, when the daemon was caught mid-write and no reward could be read, not credited and flagged
+    assert report["status"] in ("hack_suspect", "no_reward") and report["score"] == (
+        report["reward"] if report["status"] == "hack_suspect" else 0.0), report.get("reason")
+    assert report["hack"]["suspect"], report.get("reason")
+    assert report["hack"]["reasons"][0].startswith("processes outlived the verification: 'python3")
 
 
 @pytest.mark.docker

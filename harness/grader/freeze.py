@@ -81,13 +81,27 @@ def build_review(changed: Iterable[str], workdir: str, reference: Iterable[str])
 
 def changed_files(sandbox: Sandbox, expected: Mapping[str, str]) -> list[str]:
     """The files of `expected` (path -> sha256, taken on the host) whose content now differs or that are
-    gone, read from outside the container."""
+    gone, read from outside the container: one transfer per directory (file by file at the root)."""
+    folders = {posixpath.dirname(path) for path in expected}
+    # one transfer for a folder and the folders below it (the tests' and their reference results')
+    # (files right under / are read one by one: an archive of / would be the whole file system)
+    inner = {f for f in folders if f != "/"}
+    roots = sorted(f for f in inner if not any(f.startswith(o + "/") for o in inner if o != f))
+    by_root: dict[str, list[str]] = {}
+    for path in expected:
+        root = "/" if posixpath.dirname(path) == "/" else next(r for r in roots if path.startswith(r + "/"))
+        by_root.setdefault(root, []).append(path)
     changed = []
-    for path, want in sorted(expected.items()):
-        try:
-            got = digest(sandbox.read_file(path))
-        except (FileNotFoundError, IsADirectoryError):
-            got = "missing"
-        if got != want:
-            changed.append(path)
+    for folder, paths in sorted(by_root.items()):
+        tree = sandbox.read_tree(folder) if isinstance(sandbox, Freezable) and folder != "/" else None
+        for path in sorted(paths):
+            if tree is not None:
+                data = tree.get(posixpath.relpath(path, folder))
+            else:
+                try:
+                    data = sandbox.read_file(path)
+                except (FileNotFoundError, IsADirectoryError):
+                    data = None
+            if data is None or digest(data) != expected[path]:
+                changed.append(path)
     return changed

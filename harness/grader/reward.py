@@ -129,8 +129,10 @@ def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig,
             report.update(status="verifier_timeout",
                           reason=f"the verifier ran over its {check.timeout:g} s ([verifier].timeout_sec)")
             return report
-        if first.reward is None:
+        if first.reward is None:  # (a process left running may have been rewriting it as it was read)
             report.update(status="no_reward", reason=first.why)
+            if reasons := survivor_review({"patch": set(first.survivors)}):
+                report.update(reason=f"{first.why}; {reasons[0]}", hack={"suspect": True, "reasons": reasons})
             return report
         report.update(status="passed", reason="", reward=first.reward, score=first.reward, test_passed=True,
                       opt_base=first.reward > 0, opt_commit=first.reward >= config.success, score_source="reward")

@@ -175,6 +175,11 @@ class Freezable(Protocol):
         from outside it."""
         ...
 
+    def read_tree(self, path: str) -> dict[str, bytes]:
+        """Every regular file under the directory `path` (name relative to it -> contents), read from
+        outside the sandbox in one transfer; {} when there is no such directory."""
+        ...
+
     def changed_paths(self) -> list[str]:
         """The deepest paths added, changed or deleted since the sandbox started from its image (not the
         directories above them), as seen from outside it (the sandbox's own tools are not asked)."""

@@ -86,7 +86,7 @@ def class_rows(rounds: int) -> list[tuple[str, str, bool]]:
     source = (HARBOR / "sortcount" / "environment" / "app" / "sorter.py").read_text()
     report = grade(harbor, rewrite("sorter.py", source, source + REWARD_DAEMON), image, GradeConfig())
     rows.append(("Harbor: a process rewrites the reward", f"{report['status']}: {report.get('reason', '')[:90]}",
-                 report["status"] == "hack_suspect"))
+                 bool(report.get("hack", {}).get("suspect")) and report["status"] in ("hack_suspect", "no_reward")))
     rows.append(_symlink_row())
     return rows
 

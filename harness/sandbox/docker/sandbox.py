@@ -203,6 +203,25 @@ class DockerSandbox:
             assert extracted is not None
             return extracted.read()
 
+    def read_tree(self, path: str) -> dict[str, bytes]:
+        """Every regular file under the directory `path` (relative name -> contents), in one transfer from
+        the engine (`Freezable`); {} when there is no such directory."""
+        try:
+            stream, _stat = self.container.get_archive(path)
+            data = b"".join(stream)
+        except docker.errors.NotFound:
+            return {}
+        except ENGINE_ERRORS as err:
+            raise SandboxError(f"docker: {_first_line(err)}") from None
+        out: dict[str, bytes] = {}
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            for member in tar:
+                if member.isfile() and (extracted := tar.extractfile(member)) is not None:
+                    name = member.name.split("/", 1)[1] if "/" in member.name else ""
+                    if name:
+                        out[name] = extracted.read()
+        return out
+
     def _target(self, path: str) -> PurePosixPath:
         return PurePosixPath(path if path.startswith("/") else f"{self.workdir}/{path}")
 
