@@ -152,6 +152,20 @@ def test_hidden_files_changed_after_they_went_in_fail_as_tampering(built_task: T
 
 
 @pytest.mark.docker
+def test_a_timed_run_that_rewrites_the_helper_fails_at_the_next_round(built_task: Task) -> None:
+    # Unfenced (grading.fresh_state=false), a test process runs as root: the patch's code rewrites the
+    # timing helper when it runs (its equivalence check, then each timed run), and the check before the
+    # next round fails it (base and expert go on).
+    rewriting = FAST + "open('/hidden_tests/perfkit.py', 'a').write('# changed by the patch\\n')\n"
+    gold, hack = grade_patches(built_task, [built_task.expert_patch, rewrite("tiny/__init__.py", SLOW, rewriting)],
+                               task_image(built_task), GradeConfig(rounds=2, bootstrap=100, fresh_state=False))
+    assert gold["status"] == "passed", gold.get("reason")
+    assert hack["status"] == "test_failed", hack.get("reason")
+    assert "check before round 1 failed" in hack["reason"]
+    assert "tampering: /hidden_tests/perfkit.py changed" in hack["reason"]
+
+
+@pytest.mark.docker
 def test_system_v_ipc_of_a_fenced_run_is_listed_and_removed(built_task: Task) -> None:
     with DockerSandbox.start(task_image(built_task), client=client()) as box:
         state = prepare_state("base", box, built_task)

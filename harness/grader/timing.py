@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -65,13 +66,15 @@ def time_session(task: Task, base: CodeState, commit: CodeState, patches: list[C
             out.outside[state.name][test].append(done.outside)
         return done.reported
 
-    def intact(state: CodeState, when: str) -> None:
-        """The hidden files as copied in, or the state's run fails as tampering (grader.freeze)."""
-        if state.name in failed:
-            return
-        try:
-            check_intact(state, when)
-        except StepFailed as err:
+    def intact(group: tuple[CodeState, ...], when: str) -> None:
+        """The hidden files as copied in, or a state's run fails as tampering (grader.freeze). The states
+        are read at once: each check is a transfer from the engine, and nothing is timed meanwhile."""
+        live = [s for s in group if s.name not in failed]
+        with ThreadPoolExecutor(max(1, len(live)), thread_name_prefix="grade-check") as pool:
+            outcomes = list(pool.map(lambda s: _tampered(s, when), live))
+        for state, err in zip(live, outcomes):
+            if err is None:
+                continue
             if state is base or state is commit:
                 raise Stop("base_failed" if state is base else "error", reason_of(err, state.name)) from None
             failed[state.name] = err
@@ -79,8 +82,7 @@ def time_session(task: Task, base: CodeState, commit: CodeState, patches: list[C
     if config.mode == "interleaved":
         log(f"[{task.id}] timing: {rounds} rounds x {len(tests)} tests, {len(patches)} patch(es) (interleaved)")
         for r in range(rounds):
-            for state in states:
-                intact(state, f"before round {r + 1}")
+            intact(states, f"before round {r + 1}")
             for i, test in enumerate(tests):
                 live = [p for p in patches if p.name not in failed]
                 for group in interleaved_order(base, commit, live, r * len(tests) + i):
@@ -95,12 +97,20 @@ def time_session(task: Task, base: CodeState, commit: CodeState, patches: list[C
     else:  # GSO: all base runs, then all patch runs, then all expert runs
         log(f"[{task.id}] timing: {rounds} rounds x {len(tests)} tests, {len(patches)} patch(es) (gso)")
         for state in (base, *patches, commit):
-            intact(state, "before its rounds")
+            intact((state,), "before its rounds")
             for test in tests:
                 for _ in range(rounds):
                     run(state, test)
         out.paired = {p.name: out.times[commit.name] for p in patches}
     return out
+
+
+def _tampered(state: CodeState, when: str) -> StepFailed | None:
+    try:
+        check_intact(state, when)
+    except StepFailed as err:
+        return err
+    return None
 
 
 def interleaved_order(base: CodeState, commit: CodeState, patches: list[CodeState], k: int) -> list[list[CodeState]]:
