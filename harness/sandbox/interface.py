@@ -26,6 +26,11 @@ DIFF_EXCLUDES = (".venv", ".git", "__pycache__", "*.egg-info", "*.pyc")
 # The same paths as globs over a repository-relative path (GSO's exclusions for patches).
 EXCLUDED_GLOBS = tuple(g for p in DIFF_EXCLUDES for g in (p, f"{p}/*", f"*/{p}", f"*/{p}/*"))
 DEFAULT_BASE_IMAGE = "debian:bookworm-slim"  # what task images build on; providers may fall back offline
+# What a task image says about its task (labels every provider reads when it starts a sandbox from it).
+BASE_COMMIT_LABEL = "optrunner.base_commit"  # the commit diffs are taken against
+WORKDIR_LABEL = "optrunner.workdir"  # where the task's code is (/testbed; a Harbor task's WORKDIR)
+GIT_DIR_LABEL = "optrunner.git_dir"  # the work tree's repository, when it is kept outside it
+PINS_LABEL = "optrunner.pins"  # JSON: working-directory-relative path -> sha256
 MAX_OUTPUT_BYTES = 1_000_000  # default cap on what one command's output keeps: the head and the tail halves
 
 

@@ -33,7 +33,7 @@ from docker.models.containers import Container
 
 from harness.sandbox.docker.containers import LABEL, OWNER_LABEL, owner_id
 from harness.sandbox.docker.history import repository_tar
-from harness.sandbox.interface import DEFAULT_BASE_IMAGE, ImageBuildError
+from harness.sandbox.interface import BASE_COMMIT_LABEL, DEFAULT_BASE_IMAGE, ImageBuildError
 from harness.tasks.task import Task
 
 RECIPE_VERSION = "1"  # bump when the build steps below change meaning
@@ -51,7 +51,6 @@ GIT_ENV = {
     "GIT_COMMITTER_NAME": "optrunner", "GIT_COMMITTER_EMAIL": "optrunner@localhost",
     "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
 }
-BASE_COMMIT_LABEL = "optrunner.base_commit"
 VENV = "/testbed/.venv"
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 

@@ -27,11 +27,12 @@ import requests.exceptions
 from docker.models.containers import Container
 
 from harness.sandbox.docker.containers import LABEL, OWNER_LABEL, docker_client, owner_id, track, untrack
-from harness.sandbox.docker.images import BASE_COMMIT_LABEL
-from harness.sandbox.docker.workspace import GIT_DIR_LABEL, PINS_LABEL, WORKDIR_LABEL
 from harness.sandbox.docker.stream import DockerStream
-from harness.sandbox.interface import (DIFF_EXCLUDES, TESTBED, ExecResult, NoPatch, OutputCapture, SandboxError,
-                                       SandboxLimits, close_quietly)
+from harness.sandbox.archive import tar_of
+from harness.sandbox.gitdiff import DIFF_PATH, diff_script
+from harness.sandbox.interface import (BASE_COMMIT_LABEL, GIT_DIR_LABEL, PINS_LABEL, TESTBED, WORKDIR_LABEL,
+                                       ExecResult, NoPatch, OutputCapture, SandboxError, SandboxLimits,
+                                       close_quietly)
 
 KILL_GRACE = 5  # seconds between TERM and KILL inside the container
 BACKSTOP_GRACE = 15  # extra seconds the host waits before declaring an exec wedged
@@ -45,18 +46,6 @@ def engine_errors() -> Iterator[None]:
         yield
     except ENGINE_ERRORS as err:
         raise SandboxError(f"docker: {_first_line(err)}") from None
-
-
-def _archive(members: Mapping[str, str | bytes]) -> bytes:
-    """A tar of regular files (name -> contents, mode 644), as put_archive takes them."""
-    buf, now = io.BytesIO(), int(time.time())
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, contents in members.items():
-            data = contents.encode() if isinstance(contents, str) else contents
-            info = tarfile.TarInfo(name)
-            info.size, info.mode, info.mtime = len(data), 0o644, now
-            tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
 
 
 def _first_line(err: BaseException) -> str:
@@ -189,7 +178,7 @@ class DockerSandbox:
 
     def read_file(self, path: str) -> bytes:
         try:
-            stream, _stat = self.container.get_archive(path)
+            stream, _stat = self.container.gettar_of(path)
             data = b"".join(stream)
         except docker.errors.NotFound:
             raise FileNotFoundError(path) from None
@@ -207,7 +196,7 @@ class DockerSandbox:
         """Every regular file under the directory `path` (relative name -> contents), in one transfer from
         the engine (`Freezable`); {} when there is no such directory."""
         try:
-            stream, _stat = self.container.get_archive(path)
+            stream, _stat = self.container.gettar_of(path)
             data = b"".join(stream)
         except docker.errors.NotFound:
             return {}
@@ -227,15 +216,15 @@ class DockerSandbox:
 
     def write_file(self, path: str, contents: str | bytes) -> None:
         target = self._target(path)
-        archive = _archive({target.name: contents})
+        archive = tar_of({target.name: contents})
         try:
-            self.container.put_archive(str(target.parent), archive)
+            self.container.puttar_of(str(target.parent), archive)
         except docker.errors.NotFound:
             made = self.exec(f"mkdir -p '{target.parent}'", timeout=30)
             if made.exit_code != 0:  # a file where a directory should be: the caller's mistake, not the engine's
                 raise NotADirectoryError(errno.ENOTDIR, made.output.strip() or "Not a directory", path) from None
             with engine_errors():
-                self.container.put_archive(str(target.parent), archive)
+                self.container.puttar_of(str(target.parent), archive)
         except docker.errors.APIError as err:
             if "not a directory" in str(err).lower():
                 raise NotADirectoryError(errno.ENOTDIR, "Not a directory", path) from None
@@ -245,53 +234,22 @@ class DockerSandbox:
 
     def write_files(self, files: Mapping[str, str | bytes]) -> None:
         """Several files in one transfer (one archive, unpacked at /); missing parent directories are created."""
-        archive = _archive({str(self._target(path)).lstrip("/"): contents for path, contents in files.items()})
+        archive = tar_of({str(self._target(path)).lstrip("/"): contents for path, contents in files.items()})
         with engine_errors():
-            self.container.put_archive("/", archive)
+            self.container.puttar_of("/", archive)
 
     # -- patch
 
     def diff(self) -> str:
-        """The change to the working directory since the base commit, as a patch `git apply` accepts.
-
-        Taken through a repository made for it (its objects borrowed from the sandbox's repository by an
-        alternate, its own index and configuration), so nothing the agent set there counts: not its index
-        or commits, not its git config (external diff drivers, filters, fsmonitor, prefixes, hooks), not
-        the system's or root's. Build and tooling paths are left out. In a repository of the task's own
-        (/testbed) binary files are left out too, as GSO and OpenHands do; a working directory snapshotted
-        outside itself (Harbor tasks) gets a binary-safe diff, since there the files are the task. A
-        repository or git the agent broke gives NoPatch (its outcome), a lost container SandboxError.
-        """
+        """The change to the working directory since the base commit, as a patch `git apply` accepts
+        (harness.sandbox.gitdiff: the agent's index, commits and git configuration do not count). A repository
+        or git the agent broke gives NoPatch (its outcome), a lost container SandboxError."""
         if not self.base_commit:
             raise SandboxError("the image has no base commit label; build it with 'optrunner build'")
-        excludes = " ".join(f"':(exclude,glob)**/{p}' ':(exclude,glob)**/{p}/**'" for p in DIFF_EXCLUDES)
-        binary = self.git_dir is not None
-        source = self.git_dir or f"{self.workdir}/.git"
-        drop_binaries = "" if binary else f"""git diff --cached --numstat --no-renames -z {self.base_commit} |
-  while IFS=$'\\t' read -r -d '' added deleted name; do
-    if [ "$added" = "-" ]; then git reset -q {self.base_commit} -- "$name"; fi
-  done
-"""
-        script = f"""set -e
-cd {self.workdir} || {{ echo "no working directory {self.workdir}"; exit 3; }}
-[ -d {source}/objects ] || {{ echo "no repository at {source}"; exit 3; }}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory \
-  GIT_CONFIG_VALUE_0='*'
-git init -q "$T/r"
-echo {source}/objects > "$T/r/.git/objects/info/alternates"
-cp {source}/info/exclude "$T/r/.git/info/exclude" 2>/dev/null || true
-export GIT_DIR="$T/r/.git" GIT_WORK_TREE={self.workdir} GIT_INDEX_FILE="$T/index"
-git read-tree {self.base_commit}
-git add -A {"-f " if binary else ""}-- . {excludes}
-{drop_binaries}git diff --cached --no-color --no-renames --no-ext-diff --no-textconv {"--binary " if binary else ""}\
-  {self.base_commit} > /tmp/.optrunner.diff
-"""
-        done = self.exec(script, timeout=300, cwd="/")
+        done = self.exec(diff_script(self.workdir, self.base_commit, self.git_dir), timeout=300, cwd="/")
         if done.exit_code != 0:
             raise NoPatch(f"git diff failed in the sandbox: {done.output.strip()[-500:]}")
-        return self.read_file("/tmp/.optrunner.diff").decode("utf-8", errors="replace")
+        return self.read_file(DIFF_PATH).decode("utf-8", errors="replace")
 
     def pin(self, cpuset: str) -> None:
         """Move the running container (and every process in it) onto these CPUs, e.g. "1" (`Pinnable`)."""

@@ -18,13 +18,10 @@ import docker
 from harness.sandbox.docker.containers import LABEL
 from harness.sandbox.docker.images import (BASE_COMMIT_LABEL, GIT_ENV, RECIPE_VERSION, Progress, commit_image,
                                            content_hash, image_exists, run_step, scratch_container)
-from harness.sandbox.interface import ImageBuildError
+from harness.sandbox.interface import GIT_DIR_LABEL, PINS_LABEL, WORKDIR_LABEL, ImageBuildError
 from harness.tasks.task import Task
 
 GIT_DIR = "/.optrunner/git"
-WORKDIR_LABEL = "optrunner.workdir"
-GIT_DIR_LABEL = "optrunner.git_dir"
-PINS_LABEL = "optrunner.pins"  # JSON: working-directory-relative path -> sha256
 SNAPSHOT = """set -e
 mkdir -p /logs/agent /logs/verifier /.optrunner
 command -v git >/dev/null || {{ echo "the image has no git (needed to diff the working directory)"; exit 3; }}

@@ -1,0 +1,1 @@
+"""The bubblewrap sandbox provider (harness.sandbox.bwrap.provider)."""

@@ -1,0 +1,75 @@
+"""The bubblewrap sandbox provider: sandboxes for machines where Docker cannot run.
+
+Images: the Docker provider builds each task's images where an engine is reachable, and each is exported
+once to a directory (rootfs.py) that sandboxes start from; starting a sandbox needs no engine.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from harness.sandbox.bwrap import registry, rootfs
+from harness.sandbox.bwrap.binary import bwrap_path, usable
+from harness.sandbox.bwrap.sandbox import BwrapSandbox
+from harness.sandbox.interface import DEFAULT_BASE_IMAGE, SandboxError, SandboxLimits, SandboxUnavailable, TaskImages
+from harness.sandbox.providers import CleanupScope, Progress
+
+if TYPE_CHECKING:
+    from harness.tasks.task import Task
+
+
+class BwrapProvider:
+    name = "bwrap"
+
+    def ensure_ready(self) -> None:
+        usable()
+
+    def setup(self, progress: Progress = print) -> None:
+        usable()
+        progress(f"bubblewrap is ready ({bwrap_path()})")
+
+    def ensure_images(self, tasks: Sequence["Task"], base_image: str = DEFAULT_BASE_IMAGE,
+                      progress: Progress = print, base_map: Mapping[str, str] | None = None) -> dict[str, TaskImages]:
+        from harness.sandbox.docker.containers import docker_client
+        from harness.sandbox.docker.provider import DockerProvider
+
+        docker = DockerProvider()
+        try:
+            docker.ensure_ready()
+        except SandboxUnavailable as err:
+            raise SandboxUnavailable(f"the bwrap provider takes task images from Docker, which is not available "
+                                     f"here ({err})") from None
+        images = docker.ensure_images(tasks, base_image, progress, base_map)
+        names = sorted({name for found in images.values() for name in (found.agent, found.grading, found.base) if name})
+        for name in names:
+            try:
+                rootfs.lookup(name)
+                if rootfs.current(name, docker.image_id(name)):
+                    continue
+            except SandboxError:
+                pass
+            progress(f"bwrap: exporting {name} to a directory")
+            rootfs.export(docker_client(), name)
+        return images
+
+    def start(self, image: str, limits: SandboxLimits | None = None,
+              labels: dict[str, str] | None = None) -> BwrapSandbox:
+        return BwrapSandbox.start(rootfs.lookup(image), limits, labels)
+
+    def engine_version(self) -> str | None:
+        try:
+            done = subprocess.run([bwrap_path(), "--version"], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired, SandboxUnavailable):
+            return None
+        return done.stdout.strip() or None
+
+    def image_id(self, name: str) -> str | None:
+        try:
+            return json.loads(rootfs.name_file(name).read_text())["id"]
+        except (OSError, ValueError, KeyError):
+            return None
+
+    def cleanup(self, scope: CleanupScope = "orphans", labels: dict[str, str] | None = None) -> int:
+        return registry.remove_sandboxes(scope, labels)

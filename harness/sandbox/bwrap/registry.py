@@ -1,0 +1,167 @@
+"""Our bubblewrap sandboxes on this machine: where their files live, and every way they are removed.
+
+Each sandbox is a directory under STATE (its writable layer and `sandbox.json`: the process that started
+it, the host pid of its init and its pid namespace, its labels). Killing the init ends every process of
+the sandbox (they all live in its pid namespace); removing the directory removes its files. This process
+closes its own sandboxes on close(), at interpreter exit and on SIGTERM/SIGINT when no other handler was
+installed; `remove_sandboxes` is the one cleanup function (`cleanup`: those of dead processes, ours, all).
+A runner killed with SIGKILL leaves its sandboxes to the next `cleanup` or run.
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import signal
+import socket
+import stat
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal
+
+from harness.sandbox.bwrap.outside import pids_in
+
+STATE = Path(os.environ.get("OPTRUNNER_BWRAP_STATE", Path.home() / ".cache" / "optrunner" / "bwrap"))
+Scope = Literal["orphans", "mine", "all"]
+META = "sandbox.json"
+
+
+def owner_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+# ---------------------------------------------------------------- this process's live sandboxes
+_live: dict[str, Callable[[], None]] = {}  # state directory -> its close()
+_lock = threading.RLock()  # re-entrant: the signal handler may interrupt a holder
+_hooks = False
+
+
+def track(directory: Path, close: Callable[[], None]) -> None:
+    _install_hooks()
+    with _lock:
+        _live[str(directory)] = close
+
+
+def untrack(directory: Path) -> None:
+    with _lock:
+        _live.pop(str(directory), None)
+
+
+def _close_live() -> None:
+    with _lock:
+        closers = list(_live.values())
+        _live.clear()
+    for close in closers:
+        try:
+            close()
+        except Exception:  # noqa: BLE001 - at exit nothing more can be done; cleanup finds what is left
+            pass
+
+
+def _on_signal(signum: int, _frame: object) -> None:
+    _close_live()
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    sys.exit(128 + signum)
+
+
+def _install_hooks() -> None:
+    global _hooks
+    if _hooks:
+        return
+    _hooks = True
+    atexit.register(_close_live)
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            if signal.getsignal(sig) in (signal.SIG_DFL, signal.default_int_handler):
+                signal.signal(sig, _on_signal)
+
+
+# ---------------------------------------------------------------- ending one, by its record
+def pidns_of(pid: int) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}/ns/pid").st_ino
+    except OSError:
+        return None
+
+
+def kill_init(pid: int, pidns: int, wait_s: float = 10.0) -> None:
+    """SIGKILL the sandbox's init (and so every process in its pid namespace) if that pid is still it, and
+    wait until the namespace is empty."""
+    if pid > 0 and pidns_of(pid) == pidns:  # not a reused pid
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + wait_s
+    while pidns and any(True for _ in pids_in(pidns)) and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
+def remove_tree(directory: Path) -> None:
+    """Remove a sandbox's directory, also the unwritable directories a process inside left."""
+    def writable_then_retry(func: Callable[[str], object], path: str, _exc: object) -> None:
+        parent = os.path.dirname(path)
+        try:
+            os.chmod(parent, stat.S_IRWXU)
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.chmod(path, stat.S_IRWXU)
+            func(path)
+        except OSError:
+            pass
+
+    shutil.rmtree(directory, onerror=writable_then_retry)
+
+
+def read_meta(directory: Path) -> dict[str, object]:
+    try:
+        return json.loads((directory / META).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+# ---------------------------------------------------------------- cleanup
+def remove_sandboxes(scope: Scope = "orphans", labels: dict[str, str] | None = None) -> int:
+    """Remove our sandboxes on this machine; returns how many were removed.
+
+    orphans: those whose starting process is gone (a crash, a kill -9) and half-made ones it left;
+    mine: those this process started; all: every one, also those of runs still going.
+    `labels` narrows any scope to sandboxes that also carry these labels.
+    """
+    if not STATE.is_dir():
+        return 0
+    host, me = socket.gethostname(), owner_id()
+    removed = 0
+    for directory in sorted(STATE.glob("sbx-*")):
+        meta = read_meta(directory)
+        tags = meta.get("labels") or {}
+        if any(tags.get(k) != v for k, v in (labels or {}).items()):  # type: ignore[union-attr]
+            continue
+        owner = str(meta.get("owner") or "")
+        if scope == "mine" and owner != me:
+            continue
+        if scope == "orphans" and not _orphaned(owner, host):
+            continue
+        kill_init(int(meta.get("init") or 0), int(meta.get("pidns") or 0))  # type: ignore[call-overload]
+        remove_tree(directory)
+        removed += 1
+    return removed
+
+
+def _orphaned(owner: str, host: str) -> bool:
+    owner_host, _, pid = owner.rpartition(":")
+    if not owner_host:
+        return True  # no record yet: a start that died half-way
+    if owner_host != host or not pid.isdigit():
+        return False  # another machine's (a shared home directory): not ours to judge
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False

@@ -1,0 +1,362 @@
+"""`BwrapSandbox`: the sandbox interface on a bubblewrap sandbox, for machines without Docker.
+
+One sandbox is one long-lived `bwrap` process (its init, in new user, pid, ipc, uts, cgroup and, unless
+the task allows the network, network namespaces) over an overlay: the root file system read-only
+underneath, a writable layer of its own above (a directory of ours, so what changed is read from
+outside: `outside.py`). Every command joins those namespaces with `nsenter`, as root of the sandbox's
+user namespace: a capability there is worth nothing on the host. Run by root, the user namespace maps
+uids 0-65535 to the host's own (so the grader's fence can drop to an unprivileged user, as on Docker);
+run by another user, only that user is mapped (it is root inside).
+
+Guarantees, as DockerSandbox's: a command's timeout stops it (`timeout -k 5` inside, a host backstop
+that ends the sandbox if an exec wedges anyway); output decoded without failing and capped; a sandbox
+that died is a SandboxError; closing it (also at exit, on signals, or by a later cleanup) leaves no
+process, mount or directory behind.
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+from typing import IO
+
+from harness.sandbox.archive import tar_of
+from harness.sandbox.bwrap import cgroups, outside, registry
+from harness.sandbox.bwrap.binary import bwrap_path, nsenter_path, usable
+from harness.sandbox.bwrap.rootfs import Rootfs
+from harness.sandbox.bwrap.stream import BwrapStream
+from harness.sandbox.gitdiff import DIFF_PATH, diff_script
+from harness.sandbox.interface import (BASE_COMMIT_LABEL, GIT_DIR_LABEL, PINS_LABEL, TESTBED, WORKDIR_LABEL,
+                                       ExecResult, NoPatch, OutputCapture, SandboxError, SandboxLimits,
+                                       SandboxUnavailable)
+
+KILL_GRACE = 5  # seconds between TERM and KILL inside the sandbox
+BACKSTOP_GRACE = 15  # extra seconds the host waits before declaring an exec wedged
+START_TIMEOUT = 30.0
+IDS = 65536  # uids and gids mapped when run by root
+# What a Docker container's root may do by default; the rest (CAP_SYS_ADMIN, ...) is dropped.
+CAPS = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETGID", "CAP_SETUID",
+        "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_MKNOD", "CAP_AUDIT_WRITE", "CAP_SETFCAP",
+        "CAP_NET_RAW")
+_NOT_FOUND, _IS_DIR, _NOT_DIR = 44, 45, 46  # exit codes of the file helpers below
+
+
+class BwrapSandbox:
+    """A running bubblewrap sandbox over a root file system. Use `BwrapSandbox.start(rootfs)`; always close()."""
+
+    def __init__(self, directory: Path, rootfs: Rootfs, limits: SandboxLimits) -> None:
+        labels = rootfs.labels
+        self.directory, self.rootfs, self.limits = directory, rootfs, limits
+        self.workdir = labels.get(WORKDIR_LABEL, TESTBED)
+        self.git_dir = labels.get(GIT_DIR_LABEL)
+        self.base_commit = labels.get(BASE_COMMIT_LABEL)
+        self.pins: dict[str, str] = json.loads(labels.get(PINS_LABEL) or "{}")
+        self.upper, self.work = directory / "upper", directory / "work"
+        self._init = 0  # host pid of the sandbox's init (pid 1 inside)
+        self._pidns = 0
+        self._keeper: subprocess.Popen[bytes] | None = None
+        self._cgroup: Path | None = None
+        self._cpus: str | None = None
+        self._closed = False
+
+    @classmethod
+    def start(cls, rootfs: Rootfs, limits: SandboxLimits | None = None,
+              labels: dict[str, str] | None = None) -> "BwrapSandbox":
+        usable()
+        limits = limits or SandboxLimits()
+        registry.STATE.mkdir(parents=True, exist_ok=True)
+        # made under a hidden name and renamed once its record is in: cleanup never sees a nameless one
+        made = Path(tempfile.mkdtemp(prefix=".sbx-", dir=registry.STATE))
+        (made / "upper").mkdir()
+        (made / "work").mkdir()
+        record = {"owner": registry.owner_id(), "labels": labels or {}, "image": rootfs.name}
+        (made / registry.META).write_text(json.dumps(record))
+        directory = made.with_name("sbx-" + made.name.removeprefix(".sbx-"))
+        made.rename(directory)
+        box = cls(directory, rootfs, limits)
+        registry.track(directory, box.close)
+        try:
+            box._cgroup = cgroups.create(directory.name, limits)
+            box._launch()
+        except BaseException:
+            box.close()
+            raise
+        return box
+
+    # -- the init process
+
+    def _launch(self) -> None:
+        """Start the sandbox's init over the overlay and wait until it runs its keep-alive."""
+        info_r, info_w = os.pipe()
+        block_r, block_w = os.pipe()
+        layers = [arg for layer in self.rootfs.layers for arg in ("--overlay-src", str(layer))]
+        network = ["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"] if self.limits.network \
+            else ["--unshare-net"]
+        argv = [bwrap_path(), "--unshare-user", "--userns-block-fd", str(block_r), "--info-fd", str(info_w),
+                "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try", *layers,
+                "--overlay", str(self.upper), str(self.work), "/", "--proc", "/proc", "--dev", "/dev", *network,
+                "--hostname", "optrunner", "--chdir", "/", "--cap-drop", "ALL",
+                *[arg for cap in CAPS for arg in ("--cap-add", cap)], "--", "sleep", "infinity"]
+        log = open(self.directory / "bwrap.log", "wb")
+        try:
+            self._keeper = subprocess.Popen(self._in_cgroup(argv), pass_fds=(info_w, block_r), stdin=subprocess.DEVNULL,
+                                            stdout=log, stderr=log, env=_host_env(), start_new_session=True)
+        finally:
+            log.close()
+            os.close(info_w)
+            os.close(block_r)
+        try:
+            info = self._read_info(info_r)
+            self._init = int(info["child-pid"])
+            self._pidns = registry.pidns_of(self._init) or 0
+            self._map_ids(self._init)
+            os.write(block_w, b"1")
+        finally:
+            os.close(info_r)
+            os.close(block_w)
+        self._wait_running()
+        record = json.loads((self.directory / registry.META).read_text())
+        record.update(init=self._init, pidns=self._pidns)
+        (self.directory / registry.META).write_text(json.dumps(record))
+        self._sysctl()
+
+    def _read_info(self, fd: int) -> dict[str, object]:
+        data, deadline = b"", time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if ready:
+                chunk = os.read(fd, 4096)
+                data += chunk
+                try:
+                    return json.loads(data)
+                except ValueError:
+                    if chunk:
+                        continue
+            if self._keeper is not None and self._keeper.poll() is not None:
+                raise SandboxUnavailable(f"bwrap: the sandbox did not start: {self._log_line()}")
+        raise SandboxError("bwrap: the sandbox did not start within 30 s")
+
+    def _map_ids(self, pid: int) -> None:
+        """Map the user namespace's ids: 0-65535 onto the host's own when we are root, else only ours."""
+        uid, gid = os.geteuid(), os.getegid()
+        try:
+            if uid == 0:
+                Path(f"/proc/{pid}/uid_map").write_text(f"0 0 {IDS}\n")
+                Path(f"/proc/{pid}/gid_map").write_text(f"0 0 {IDS}\n")
+            else:
+                Path(f"/proc/{pid}/setgroups").write_text("deny\n")
+                Path(f"/proc/{pid}/uid_map").write_text(f"0 {uid} 1\n")
+                Path(f"/proc/{pid}/gid_map").write_text(f"0 {gid} 1\n")
+        except OSError as err:
+            raise SandboxUnavailable(f"bwrap: cannot map the sandbox's user ids ({err.strerror})") from None
+
+    def _wait_running(self) -> None:
+        """Until the init runs the keep-alive (its set-up, the mounts, is done by then)."""
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if any(outside.command_line(pid) == "sleep infinity" for pid in outside.pids_in(self._pidns)):
+                return
+            if self._keeper is not None and self._keeper.poll() is not None:
+                raise SandboxUnavailable(f"bwrap: the sandbox did not start: {self._log_line()}")
+            time.sleep(0.002)
+        raise SandboxError("bwrap: the sandbox did not start within 30 s")
+
+    def _sysctl(self) -> None:
+        """A System V segment no process holds is removed (no cache across a grader's fenced runs), as on
+        Docker; set from the host in the sandbox's own IPC namespace (root only; else left as it is)."""
+        if os.geteuid() == 0:
+            subprocess.run([nsenter_path(), "-t", str(self._init), "-i", "--", "sh", "-c",
+                            "echo 1 > /proc/sys/kernel/shm_rmid_forced"], capture_output=True, env=_host_env())
+
+    def _log_line(self) -> str:
+        try:
+            lines = (self.directory / "bwrap.log").read_text(errors="replace").strip().splitlines()
+        except OSError:
+            lines = []
+        return (lines[-1] if lines else "no output")[:300]
+
+    def _alive(self) -> bool:
+        return self._init > 0 and registry.pidns_of(self._init) == self._pidns
+
+    def _in_cgroup(self, argv: list[str]) -> list[str]:
+        """`argv` started inside the sandbox's cgroup (before it runs anything), and on its CPUs."""
+        if self._cpus:
+            argv = ["taskset", "-c", self._cpus, *argv]
+        if self._cgroup is not None:
+            argv = ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(self._cgroup), *argv]
+        return argv
+
+    def _enter(self, cwd: str) -> list[str]:
+        """The host command that runs what follows it in the sandbox, as its root, in `cwd`."""
+        if self._closed:
+            raise SandboxError("sandbox is closed")
+        if not self._alive():
+            raise SandboxError("the sandbox's init is gone (the sandbox stopped)")
+        return self._in_cgroup([nsenter_path(), "-t", str(self._init), "-U", "-m", "-p", "-n", "-i", "-u", "-r",
+                                f"--wdns={cwd}", "--"])
+
+    def _env(self, env: Mapping[str, str] | None) -> dict[str, str]:
+        return {"HOME": "/root", "HOSTNAME": "optrunner", **self.rootfs.env, **(env or {})}
+
+    # -- exec
+
+    def exec(self, cmd: str, timeout: float = 60, cwd: str | None = None,
+             env: dict[str, str] | None = None) -> ExecResult:
+        argv = [*self._enter(cwd or self.workdir), "timeout", "-k", str(KILL_GRACE), f"{timeout:g}", "bash", "-lc", cmd]
+        capture = OutputCapture(self.limits.max_output_bytes)
+        started = time.monotonic()
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                env=self._env(env), start_new_session=True)
+        assert proc.stdout is not None
+        reader = threading.Thread(target=_drain, args=(proc.stdout, capture), daemon=True)
+        reader.start()
+        try:
+            code = proc.wait(timeout + KILL_GRACE + BACKSTOP_GRACE)
+        except subprocess.TimeoutExpired:  # the timeout inside did not end it: end the sandbox itself
+            proc.kill()
+            self._kill()
+            reader.join(5)
+            return ExecResult(capture.text() + "\n[exec wedged: sandbox killed]", -1, True,
+                              time.monotonic() - started, capture.truncated)
+        reader.join()
+        duration = time.monotonic() - started
+        if not self._alive():
+            raise SandboxError("the sandbox stopped while a command ran in it")
+        timed_out = code in (124, 137) and duration >= timeout * 0.98
+        return ExecResult(capture.text(), code, timed_out, duration, capture.truncated)
+
+    def _call(self, inner: list[str], data: bytes | None = None,
+              timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
+        """A helper command in the sandbox (root, from /), its whole output kept: for files."""
+        try:
+            done = subprocess.run([*self._enter("/"), *inner], input=data, capture_output=True, timeout=timeout,
+                                  env=self._env(None))
+        except subprocess.TimeoutExpired:
+            raise SandboxError(f"bwrap: {inner[0]} in the sandbox took over {timeout:g} s") from None
+        if not self._alive():
+            raise SandboxError("the sandbox stopped while a command ran in it")
+        return done
+
+    def open_stream(self, cmd: list[str], tty: bool = True, env: dict[str, str] | None = None,
+                    workdir: str | None = None) -> BwrapStream:
+        """Start `cmd` in the sandbox with its stdin attached and return a stream to it."""
+        return BwrapStream([*self._enter(workdir or self.workdir), *cmd], self._env(env), tty)
+
+    # -- files
+
+    def _target(self, path: str) -> str:
+        return str(PurePosixPath(path if path.startswith("/") else f"{self.workdir}/{path}"))
+
+    def read_file(self, path: str) -> bytes:
+        script = f'[ -d "$0" ] && exit {_IS_DIR}; [ -e "$0" ] || exit {_NOT_FOUND}; exec cat -- "$0"'
+        done = self._call(["sh", "-c", script, self._target(path)])
+        if done.returncode == _NOT_FOUND:
+            raise FileNotFoundError(path)
+        if done.returncode == _IS_DIR:
+            raise IsADirectoryError(path)
+        if done.returncode != 0:
+            raise SandboxError(f"bwrap: reading {path} failed: {done.stderr.decode(errors='replace').strip()[:200]}")
+        return done.stdout
+
+    def write_file(self, path: str, contents: str | bytes) -> None:
+        data = contents.encode() if isinstance(contents, str) else contents
+        script = f'mkdir -p -- "$(dirname -- "$0")" 2>/dev/null || exit {_NOT_DIR}; cat > "$0"'
+        done = self._call(["sh", "-c", script, self._target(path)], data)
+        if done.returncode == _NOT_DIR:
+            raise NotADirectoryError(20, "Not a directory", path)
+        if done.returncode != 0:
+            raise SandboxError(f"bwrap: writing {path} failed: {done.stderr.decode(errors='replace').strip()[:200]}")
+
+    def write_files(self, files: Mapping[str, str | bytes]) -> None:
+        """Several files in one transfer (one archive, unpacked at /); missing parent directories are created."""
+        archive = tar_of({self._target(path).lstrip("/"): contents for path, contents in files.items()})
+        done = self._call(["tar", "-x", "-C", "/"], archive)
+        if done.returncode != 0:
+            raise SandboxError(f"bwrap: writing files failed: {done.stderr.decode(errors='replace').strip()[:200]}")
+
+    # -- patch
+
+    def diff(self) -> str:
+        """The change to the working directory since the base commit (harness.sandbox.gitdiff)."""
+        if not self.base_commit:
+            raise SandboxError("the image has no base commit label; build it with 'optrunner build'")
+        done = self.exec(diff_script(self.workdir, self.base_commit, self.git_dir), timeout=300, cwd="/")
+        if done.exit_code != 0:
+            raise NoPatch(f"git diff failed in the sandbox: {done.output.strip()[-500:]}")
+        return self.read_file(DIFF_PATH).decode("utf-8", errors="replace")
+
+    # -- Pinnable, Freezable
+
+    def pin(self, cpuset: str) -> None:
+        """Move the sandbox (every process in it, and all it starts later) onto these CPUs, e.g. "1"."""
+        cpus = {int(c) for part in cpuset.split(",") for c in _cpu_range(part)}
+        self._cpus = cpuset
+        for pid in outside.pids_in(self._pidns):
+            try:
+                os.sched_setaffinity(pid, cpus)
+            except OSError:
+                pass  # gone meanwhile
+
+    def restart(self) -> None:
+        """Every process ended; the sandbox started again over the same files."""
+        self._kill()
+        self._launch()
+
+    def processes(self) -> list[str]:
+        """The command lines of the processes in the sandbox but its init and keep-alive, seen from the host."""
+        lines = [(pid, outside.command_line(pid)) for pid in outside.pids_in(self._pidns) if pid != self._init]
+        keeper = min((pid for pid, line in lines if line == "sleep infinity"), default=None)
+        return [line for pid, line in lines if pid != keeper]
+
+    def read_tree(self, path: str) -> dict[str, bytes]:
+        return outside.read_tree([self.upper, *self.rootfs.layers], path)
+
+    def changed_paths(self) -> list[str]:
+        return outside.changed_paths(self.upper)
+
+    # -- lifetime
+
+    def _kill(self) -> None:
+        registry.kill_init(self._init, self._pidns)
+        if self._keeper is not None:
+            try:
+                self._keeper.wait(10)
+            except subprocess.TimeoutExpired:
+                self._keeper.kill()
+        self._init = 0
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._kill()
+        cgroups.remove(self._cgroup)
+        registry.remove_tree(self.directory)
+        registry.untrack(self.directory)
+
+    def __enter__(self) -> "BwrapSandbox":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _drain(pipe: IO[bytes], capture: OutputCapture) -> None:
+    while chunk := pipe.read1(65536):  # type: ignore[attr-defined]
+        capture.add(chunk)
+
+
+def _cpu_range(part: str) -> range:
+    low, _, high = part.partition("-")
+    return range(int(low), int(high or low) + 1)
+
+
+def _host_env() -> dict[str, str]:
+    """What the host programs we start get: a path, nothing of ours (no secret reaches a sandbox)."""
+    return {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"), "LANG": "C.UTF-8"}

@@ -1,0 +1,312 @@
+"""What every sandbox provider must do, run against each one this machine has (Docker, bubblewrap).
+
+A new provider (Apptainer, a cloud sandbox) joins by being added to `providers_here()` and passing this
+module unchanged: exec (exit codes, both output streams, caps, timeouts, binary output), streams, files,
+the diff, isolation (no network, the host's files out of reach, other sandboxes invisible), limits, and
+cleanup (close, signals, a killed owner's sandboxes found by `cleanup`), with 8 sandboxes at once.
+The few lines that must look at a provider from outside (does its container or directory still exist)
+are in `Probe`.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import docker.errors
+import pytest
+
+from harness.grader.states import apply_patch
+from harness.sandbox.interface import NoPatch, Sandbox, SandboxError, SandboxLimits, SandboxUnavailable
+from harness.sandbox.providers import provider
+from tests.docker_support import client, smoke_task, task_image
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.docker  # the images come from Docker for both providers
+
+
+def providers_here() -> list[str]:
+    names = ["docker"]
+    try:
+        provider("bwrap").ensure_ready()
+        names.append("bwrap")
+    except SandboxUnavailable:
+        pass
+    return names
+
+
+@pytest.fixture(params=providers_here())
+def name(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def image_for(name: str) -> str:
+    image = task_image(smoke_task())
+    if name == "bwrap":  # the exported directory of the same image (once per image id)
+        from harness.sandbox.bwrap import rootfs
+        rootfs.export(client(), image)
+    return image
+
+
+def start(name: str, **limits: object) -> Sandbox:
+    return provider(name).start(image_for(name), SandboxLimits(**limits))  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def box(name: str) -> Iterator[Sandbox]:
+    sandbox = start(name, memory="256m", pids=64, max_output_bytes=200_000)
+    try:
+        yield sandbox
+    finally:
+        sandbox.close()
+
+
+class Probe:
+    """Whether a provider's sandbox still exists, looked at from the host."""
+
+    @staticmethod
+    def handle(box: Sandbox) -> str:
+        container = getattr(box, "container", None)
+        if container is not None:
+            return str(container.id)
+        return f"{box.directory}|{box._pidns}"  # type: ignore[attr-defined]
+
+    @staticmethod
+    def exists(name: str, handle: str) -> bool:
+        if name == "docker":
+            try:
+                client().containers.get(handle)
+                return True
+            except docker.errors.NotFound:
+                return False
+        from harness.sandbox.bwrap.outside import pids_in
+        directory, _, pidns = handle.partition("|")
+        return Path(directory).exists() or any(True for _ in pids_in(int(pidns)))
+
+    @staticmethod
+    def limits_enforced(name: str) -> bool:
+        if name == "docker":
+            return True
+        from harness.sandbox.bwrap import cgroups
+        return cgroups.available()
+
+
+# ---------------------------------------------------------------- exec
+def test_exec_basics(box: Sandbox) -> None:
+    done = box.exec("echo out; echo err >&2; pwd; echo $FOO; exit 3", env={"FOO": "bar"})
+    assert done.exit_code == 3 and not done.timed_out
+    # stdout and stderr are separate pipes: both arrive, their relative order is not defined
+    assert sorted(done.output.split()) == ["/testbed", "bar", "err", "out"]
+    assert box.exec("pwd", cwd="/tmp").output.strip() == "/tmp"
+    assert box.exec("whoami").output.strip() == "root"
+
+
+def test_timeout_stops_the_command_inside_the_sandbox(box: Sandbox) -> None:
+    done = box.exec("echo started; sleep 100; echo never", timeout=2)
+    assert done.timed_out and done.exit_code in (124, 137)
+    assert 1.9 <= done.duration < 6
+    assert "started" in done.output and "never" not in done.output
+    left = box.exec("ps -eo stat,args | grep 'sleep 10[0]' || true").output
+    assert left.strip() == "", f"sleep survived its timeout: {left}"
+
+
+def test_large_and_binary_output(box: Sandbox) -> None:
+    big = box.exec("head -c 5000000 /dev/zero | tr '\\0' 'a'; echo; echo END")
+    assert big.truncated and big.output.endswith("END\n")
+    assert len(big.output.encode()) < 210_000
+    binary = box.exec("head -c 4096 /dev/urandom; printf '\\xff\\xfe done'")
+    assert binary.exit_code == 0 and binary.output.endswith("done")
+
+
+def test_streams_with_and_without_a_terminal(box: Sandbox) -> None:
+    for tty in (True, False):
+        stream = box.open_stream(["bash", "--noprofile", "--norc", "-i" if tty else "-s"], tty=tty)
+        try:
+            stream.send(b"echo marker-$((40 + 2))\n")
+            seen, deadline = b"", time.monotonic() + 10
+            while b"marker-42" not in seen and time.monotonic() < deadline:
+                seen += stream.recv(0.5)
+            assert b"marker-42" in seen, (tty, seen)
+            stream.send(b"exit 7\n")
+            deadline = time.monotonic() + 10
+            while stream.exit_code() is None and time.monotonic() < deadline:
+                try:
+                    stream.recv(0.2)
+                except EOFError:
+                    pass
+            assert stream.exit_code() == 7
+        finally:
+            stream.close()
+
+
+# ---------------------------------------------------------------- files and the diff
+def test_files_round_trip(box: Sandbox) -> None:
+    payload = bytes(range(256)) * 10
+    box.write_file("/tmp/deep/dir/blob.bin", payload)
+    assert box.read_file("/tmp/deep/dir/blob.bin") == payload
+    box.write_file("notes.txt", "héllo\n")  # relative paths land in /testbed
+    assert box.exec("cat /testbed/notes.txt").output == "héllo\n"
+    with pytest.raises(FileNotFoundError):
+        box.read_file("/nope/missing")
+    with pytest.raises(IsADirectoryError):
+        box.read_file("/tmp")
+    with pytest.raises(NotADirectoryError):  # the caller's mistake (an agent's editor call), not the engine's
+        box.write_file("/testbed/notes.txt/inside.txt", "x")
+    with pytest.raises(NotADirectoryError):
+        box.write_file("/testbed/notes.txt/deeper/inside.txt", "x")
+    box.write_files({"/tmp/many/a/one.py": payload, "/tmp/many/two.txt": "zwei\n", "three.txt": b"3"})
+    assert box.read_file("/tmp/many/a/one.py") == payload and box.read_file("/tmp/many/two.txt") == b"zwei\n"
+    assert box.exec("cat /testbed/three.txt && stat -c %a /tmp/many/a").output == "3755\n"
+    large = os.urandom(8 << 20)
+    box.write_file("/tmp/large.bin", large)
+    assert box.read_file("/tmp/large.bin") == large
+    box.exec("echo secret > /tmp/private && chmod 600 /tmp/private && chmod 751 /tmp/deep")
+    assert box.exec("stat -c %a /tmp/private /tmp/deep").output.split() == ["600", "751"]
+    assert box.exec("setpriv --reuid=65534 --regid=65534 --clear-groups cat /tmp/private").exit_code != 0
+
+
+def test_diff_round_trips_through_git_apply_on_a_fresh_sandbox(name: str, box: Sandbox) -> None:
+    box.exec("printf 'new file\\n' > added.txt && rm README.md && echo '# touched' >> $(git ls-files '*.py' | head -1)")
+    box.exec("mkdir -p pkg_cache/__pycache__ && echo x > pkg_cache/__pycache__/m.pyc")
+    box.exec("printf '\\x00\\x01binary' > blob.bin")  # a NUL byte: binary to git
+    box.exec("git add -A && git -c user.name=a -c user.email=a@a commit -qm agent")  # agent commits: irrelevant
+    patch = box.diff()
+    assert "added.txt" in patch and "README.md" in patch
+    assert "__pycache__" not in patch and "blob.bin" not in patch
+    fresh = start(name)
+    try:
+        apply_patch(fresh, patch)
+        assert fresh.exec("cat added.txt").output == "new file\n"
+        assert fresh.exec("test -e README.md").exit_code == 1
+        assert fresh.diff() == patch
+    finally:
+        fresh.close()
+
+
+def test_diff_ignores_the_agents_git_configuration_and_hooks(box: Sandbox) -> None:
+    box.exec("echo '# touched' >> README.md")
+    honest = box.diff()
+    box.exec("git config diff.external /bin/false && git config diff.noprefix true && "
+             "git config core.fsmonitor 'echo broken; exit 1' && git config core.hooksPath /nowhere && "
+             "git config filter.x.clean false && echo '* filter=x' > .git/info/attributes && "
+             "git config --global diff.external /bin/false && git config --global diff.mnemonicPrefix true")
+    assert box.diff() == honest and honest.startswith("diff --git a/README.md b/README.md")
+
+
+@pytest.mark.parametrize("breakage", ["rm -rf .git", "rm -rf .git/objects/pack .git/objects/??",
+                                      "rm -f $(command -v git)"])
+def test_a_repository_the_agent_broke_is_no_patch_not_an_engine_error(box: Sandbox, breakage: str) -> None:
+    box.exec("echo '# touched' >> README.md && " + breakage)
+    with pytest.raises(NoPatch, match="git diff failed in the sandbox"):
+        box.diff()
+
+
+# ---------------------------------------------------------------- isolation and limits
+def test_no_network(box: Sandbox) -> None:
+    probe = "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 80), timeout=3)\""
+    done = box.exec(probe, timeout=20)
+    assert done.exit_code != 0 and "Network is unreachable" in done.output
+
+
+def test_the_hosts_files_are_out_of_reach(box: Sandbox, tmp_path: Path) -> None:
+    marker = tmp_path / f"host-{secrets.token_hex(4)}"
+    marker.write_text("host\n")
+    assert box.exec(f"cat {marker}").exit_code != 0  # not visible inside
+    box.exec(f"mkdir -p {tmp_path} && echo sandbox > {marker}; echo x >> /etc/hostname")
+    assert marker.read_text() == "host\n"  # and writing there changes nothing here
+    assert "x" not in Path("/etc/hostname").read_text().split()
+
+
+def test_other_sandboxes_are_invisible(name: str, box: Sandbox) -> None:
+    other = start(name)
+    try:
+        other.exec("(setsid sleep 4321 > /dev/null 2>&1 &) ; echo only-in-other > /tmp/mine")
+        assert "sleep 4321" not in box.exec("ps -eo args").output
+        assert box.exec("cat /tmp/mine").exit_code != 0
+    finally:
+        other.close()
+
+
+def test_memory_hog_is_killed_and_sandbox_survives(name: str, box: Sandbox) -> None:
+    if not Probe.limits_enforced(name):
+        pytest.skip("this machine gives the provider no cgroup for limits (it says so once at run time)")
+    done = box.exec("python3 -c \"x = bytearray(1024 * 1024 * 1024)\"", timeout=60)
+    assert done.exit_code == 137 and not done.timed_out
+    assert box.exec("echo alive").output == "alive\n"
+
+
+def test_fork_bomb_is_contained(name: str, box: Sandbox) -> None:
+    if not Probe.limits_enforced(name):
+        pytest.skip("this machine gives the provider no cgroup for limits (it says so once at run time)")
+    done = box.exec("bomb() { bomb | bomb & }; bomb; sleep 3", timeout=5)
+    assert "Resource temporarily unavailable" in done.output  # the pids limit was hit
+    for _ in range(20):  # the bomb's processes die with their process group
+        if box.exec("echo alive", timeout=10).output == "alive\n":
+            break
+        time.sleep(0.5)
+    else:
+        pytest.fail("sandbox did not recover from the fork bomb")
+    host = subprocess.run(["bash", "-c", "echo ok"], capture_output=True, text=True)
+    assert host.stdout == "ok\n"  # and the host can still fork
+
+
+def test_eight_sandboxes_at_once(name: str) -> None:
+    def one(i: int) -> tuple[str, str]:
+        sandbox = start(name)
+        try:
+            sandbox.exec(f"echo {i} > /tmp/who")
+            return Probe.handle(sandbox), sandbox.exec("cat /tmp/who; ls /tmp").output
+        finally:
+            sandbox.close()
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(one, range(8)))
+    for i, (handle, output) in enumerate(results):
+        assert output.split()[0] == str(i) and output.split().count("who") == 1
+        assert not Probe.exists(name, handle)
+
+
+# ---------------------------------------------------------------- cleanup
+def test_close_removes_the_sandbox(name: str) -> None:
+    sandbox = start(name)
+    handle = Probe.handle(sandbox)
+    assert Probe.exists(name, handle)
+    sandbox.exec("(setsid sleep 600 > /dev/null 2>&1 &)")
+    sandbox.close()
+    sandbox.close()  # idempotent
+    assert not Probe.exists(name, handle)
+    with pytest.raises(SandboxError, match="closed"):
+        sandbox.exec("true")
+
+
+_CHILD = """import sys, time
+from harness.sandbox.interface import SandboxLimits
+from harness.sandbox.providers import provider
+box = provider(sys.argv[1]).start(sys.argv[2], SandboxLimits())
+handle = getattr(box, "container", None)
+print(handle.id if handle is not None else f"{box.directory}|{box._pidns}", flush=True)
+box.exec("sleep 300", timeout=600)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
+def test_a_sandbox_outlives_no_signal_to_its_owner(name: str, sig: signal.Signals) -> None:
+    # SIGINT and SIGTERM: the owner removes its sandboxes on the way out; SIGKILL: the next cleanup does.
+    proc = subprocess.Popen([sys.executable, "-c", _CHILD, name, image_for(name)], cwd=ROOT, stdout=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout is not None
+    handle = proc.stdout.readline().strip()
+    assert Probe.exists(name, handle)
+    time.sleep(0.5)
+    proc.send_signal(sig)
+    proc.wait(timeout=60)
+    if sig == signal.SIGKILL:
+        assert Probe.exists(name, handle)
+        assert provider(name).cleanup("orphans") >= 1
+    assert not Probe.exists(name, handle)
