@@ -25,7 +25,7 @@ from harness.grader.config import add_grading_arguments, grading_changes
 from harness.grader.predictions import PredictionsError
 from harness.sandbox.interface import DEFAULT_BASE_IMAGE as BASE_IMAGE
 from harness.sandbox.interface import ImageBuildError, SandboxError, TaskImages
-from harness.sandbox.providers import SandboxProvider, provider
+from harness.sandbox.providers import DEFAULT_PROVIDER, PROVIDERS, SandboxProvider, provider
 from harness.tasks import SOURCES, Task, TaskError, select_tasks
 from harness.tasks.task import IMAGE_POLICIES, NETWORK_POLICIES
 
@@ -73,8 +73,21 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sandboxes() -> SandboxProvider:
-    sandboxes = provider("docker")
+def provider_args(parser: argparse.ArgumentParser, default: str | None = DEFAULT_PROVIDER) -> None:
+    """`--provider`: what starts the sandboxes (harness.sandbox.providers); None as `default` means the run's own
+    (`optrunner grade RUN_DIR`)."""
+    said = default or "the run's own sandbox.provider; predictions files: " + DEFAULT_PROVIDER
+    parser.add_argument("--provider", choices=list(PROVIDERS), default=default,
+                        help=f"the sandbox provider (default: {said}); bwrap is bubblewrap, the 'bwrap' extra")
+
+
+def _provider(args: argparse.Namespace) -> SandboxProvider:
+    # None: `optrunner grade --predictions` without --provider (its default is a run's own, for RUN_DIR)
+    return provider(args.provider or DEFAULT_PROVIDER)
+
+
+def _sandboxes(args: argparse.Namespace) -> SandboxProvider:
+    sandboxes = _provider(args)
     sandboxes.ensure_ready()
     return sandboxes
 
@@ -85,7 +98,7 @@ def _build_log(msg: str) -> None:
 
 def cmd_build(args: argparse.Namespace) -> int:
     tasks = _select(args)
-    tags = _sandboxes().ensure_images(tasks, args.base_image, progress=_build_log)
+    tags = _sandboxes(args).ensure_images(tasks, args.base_image, progress=_build_log)
     for task_id, images in tags.items():
         grading = f"\t(grading: {images.grading})" if images.grading != images.agent else ""
         print(f"{task_id}\t{images.agent}{grading}")
@@ -93,9 +106,9 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
-    removed = _sandboxes().cleanup("all" if args.all else "orphans")
+    removed = _sandboxes(args).cleanup("all" if args.all else "orphans")
     which = "labelled 'optrunner'" if args.all else "left behind by processes that are gone"
-    console.print(f"removed {removed} container(s) {which}")
+    console.print(f"removed {removed} {args.provider} sandbox(es) {which}")
     return 0
 
 
@@ -104,20 +117,21 @@ def grading_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=None, help="output directory (default outputs/<command>-<time>)")
 
 
-def _grading_setup(args: argparse.Namespace, tasks: list[Task],
-                   command: str) -> tuple[GradeConfig, dict[str, TaskImages], Path, dict[str, Any]]:
-    """The grading settings, the tasks' images, the output folder and the provenance summary.json records."""
+def _grading_setup(args: argparse.Namespace, tasks: list[Task], command: str
+                   ) -> tuple[GradeConfig, SandboxProvider, dict[str, TaskImages], Path, dict[str, Any]]:
+    """The grading settings, the sandbox provider, the tasks' images, the output folder and the provenance
+    summary.json records."""
     from harness import provenance
     from harness.grader.config import GradeConfig
     try:
         config = GradeConfig(**grading_changes(args))
     except ValueError as err:
         raise TaskError(f"bad grading option: {err}") from None
-    sandboxes = _sandboxes()
+    sandboxes = _sandboxes(args)
     images = sandboxes.ensure_images(tasks, BASE_IMAGE, progress=_build_log)
     run_id = getattr(args, "run_id", None) or time.strftime("%Y%m%d-%H%M%S")
     out = args.out or Path("outputs") / f"{command}-{run_id}"
-    return config, images, out, provenance.collect(sandboxes, images, config)
+    return config, sandboxes, images, out, provenance.collect(sandboxes, images, config)
 
 
 def _fmt_interval(values: list[float] | None) -> str:
@@ -131,9 +145,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
         raise TaskError(f"--tasks {args.tasks}: matches no tasks")
     if args.repeat < 1:
         raise TaskError("--repeat must be at least 1")
-    config, images, out, provenance = _grading_setup(args, tasks, "validate")
+    config, sandboxes, images, out, provenance = _grading_setup(args, tasks, "validate")
     results = validate(tasks, images, config, args.repeat, out, log=lambda m: console.print(f"[dim]{m}"),
-                       provenance=provenance)
+                       provenance=provenance, sandboxes=sandboxes)
     table = Table(title=f"validation: gold (expert) and empty patch, {config.rounds} rounds, {config.mode}, "
                         f"repeat {args.repeat}")
     for column in ("task", "expert hm vs base", "gold hm vs expert", "95% interval", "gold opt_base/opt_commit",
@@ -182,10 +196,10 @@ def cmd_grade(args: argparse.Namespace) -> int:
     rollouts = [load_predictions(path, known, args.gso_compat, warn) for _, path in ordered]
     wanted = sorted({p.instance_id for preds in rollouts for p in preds})
     graded_tasks = [t for t in tasks if t.id in wanted] if args.only_predicted else tasks
-    config, images, out, provenance = _grading_setup(args, [t for t in tasks if t.id in wanted], "grade")
+    config, sandboxes, images, out, provenance = _grading_setup(args, [t for t in tasks if t.id in wanted], "grade")
     summary = grade_predictions(rollouts, graded_tasks, images, config, out,
                                 log=lambda m: console.print(f"[dim]{m}"), provenance=provenance,
-                                numbers=[n for n, _ in ordered])
+                                numbers=[n for n, _ in ordered], sandboxes=sandboxes)
     k = str(summary["rollouts"])
     line = f"Opt@1 {summary['opt_at_k']['1']:.3f}"
     if k != "1":
@@ -214,7 +228,7 @@ def predictions_args(parser: argparse.ArgumentParser, required: bool = True) -> 
 def cmd_setup(args: argparse.Namespace) -> int:
     """The one command (besides `make`) that installs or starts anything: the sandbox engine and the tools its
     images need, then the images of `--tasks` (unless --no-images)."""
-    sandboxes = provider("docker")
+    sandboxes = _provider(args)
     sandboxes.setup(progress=lambda m: console.print(f"[dim]setup[/] {escape(m)}"))
     if args.no_images:
         return 0
@@ -222,6 +236,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
 
 
 COMMANDS = ("tasks", "build", "validate", "grade", "cleanup", "setup")
+SANDBOX_COMMANDS = ("build", "validate", "grade", "cleanup", "setup")  # those that take --provider
 
 
 def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]",
@@ -230,8 +245,8 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]",
     helps = {"tasks": "list tasks", "build": "build (or reuse) the base image and the task images",
              "validate": "grade each task's expert patch (must be opt_commit) and the empty patch",
              "grade": "grade GSO predictions files (one file per rollout)",
-             "cleanup": "remove containers left behind by crashed or killed runs",
-             "setup": "install and start the Docker engine (Debian, as root) and build the task images"}
+             "cleanup": "remove sandboxes (containers) left behind by crashed or killed runs",
+             "setup": "install and start the sandbox engine (Docker: Debian, as root) and build the task images"}
     for name in names:
         p = sub.add_parser(name, help=helps[name], description=helps[name][0].upper() + helps[name][1:] + ".")
         if name in ("tasks", "build", "validate", "grade"):
@@ -245,6 +260,8 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]",
                            help="registry tag for the base image; debootstrap is used when it cannot be pulled")
         if name in ("validate", "grade"):
             grading_args(p)
+        if name in SANDBOX_COMMANDS:
+            provider_args(p)
         if name == "tasks":
             p.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
         if name == "validate":

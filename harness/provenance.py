@@ -33,8 +33,10 @@ GIT_TIMEOUT_S = 10
 def collect(sandboxes: "SandboxProvider | None" = None, images: Mapping[str, "TaskImages"] | None = None,
             grading: "GradeConfig | None" = None) -> dict[str, Any]:
     """The provenance of what this process does: `images` are the task images it uses (task id -> its
-    images), `grading` its grading settings; the engine is asked through `sandboxes`."""
+    images), `grading` its grading settings; the engine is asked through `sandboxes`, whose name is recorded
+    beside it (a result names the provider that ran it, e.g. docker or bwrap)."""
     return {"tool": tool(), "python": platform.python_version(), "packages": packages(),
+            "sandbox_provider": sandboxes.name if sandboxes is not None else None,
             "engine": engine_version(sandboxes), "images": image_ids(sandboxes, images or {}),
             "adapted": {task_id: list(pair.adapted) for task_id, pair in (images or {}).items() if pair.adapted},
             "machine": machine(), "grading": grading_settings(grading)}

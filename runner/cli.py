@@ -76,6 +76,7 @@ def add_grade_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="RUN_DIR: re-time every patch, ignoring stored reports")
     harness_cli.tasks_args(parser)
     harness_cli.grading_args(parser)
+    harness_cli.provider_args(parser, default=None)  # RUN_DIR: the run's own unless given
     harness_cli.predictions_args(parser, required=False)
 
 

@@ -3,7 +3,7 @@ runner's fields (an `id` for reports, a few run-level knobs), so a default lives
 
     model    harness.models.config.ModelConfig   + id, served_name, and what scripted models play from
     budget   scaffolds.limits.Limits             + id, run_cost_usd
-    sandbox  harness.sandbox.interface.SandboxLimits + base_image
+    sandbox  harness.sandbox.interface.SandboxLimits + base_image, provider, rootfs
     grading  harness.grader.config.GradeConfig
     scaffold name + options, checked against the scaffold's own config class (scaffolds.SCAFFOLDS)
     tasks    a task source (harness.tasks.SOURCES) and its selector
@@ -30,6 +30,7 @@ from harness.grader.config import GradeConfig
 from harness.grader.judge.config import JudgeConfig
 from harness.models.config import ModelConfig
 from harness.sandbox.interface import DEFAULT_BASE_IMAGE, SandboxLimits
+from harness.sandbox.providers import DEFAULT_PROVIDER, PROVIDERS, ROOTFS
 from scaffolds.limits import Limits
 
 
@@ -89,6 +90,16 @@ class TasksConf:
 @dataclass
 class SandboxConf(SandboxLimits):
     base_image: str = DEFAULT_BASE_IMAGE
+    provider: str = DEFAULT_PROVIDER  # what starts the sandboxes (harness.sandbox.providers.PROVIDERS)
+    rootfs: str = "image"  # image | host (harness.sandbox.providers.ROOTFS)
+
+    def problems(self) -> list[str]:
+        out = super().problems()
+        if self.provider not in PROVIDERS:
+            out.append(f"provider must be one of {', '.join(PROVIDERS)}, got {self.provider!r}")
+        if self.rootfs not in ROOTFS:
+            out.append(f"rootfs must be one of {', '.join(ROOTFS)}, got {self.rootfs!r}")
+        return out
 
     def limits(self) -> SandboxLimits:
         return SandboxLimits(**{f.name: getattr(self, f.name) for f in dataclasses.fields(SandboxLimits)})

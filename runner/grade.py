@@ -12,9 +12,11 @@ from typing import Any
 from runner.config import ConfigError
 
 
-def regrade(run_dir: Path, force: bool = False, changes: dict[str, Any] | None = None) -> Path:
+def regrade(run_dir: Path, force: bool = False, changes: dict[str, Any] | None = None,
+            sandbox_provider: str | None = None) -> Path:
     """Grade every finished rollout of a run that lacks a matching report; rewrite results and reports.
-    `changes` are grading settings that replace the run's (rounds, mode, stat, p, gso_version)."""
+    `changes` are grading settings that replace the run's (rounds, mode, stat, p, gso_version);
+    `sandbox_provider` replaces the run's `sandbox.provider` (None: the run's own)."""
     from harness.grader.config import GradeConfig
     from harness.sandbox.providers import provider
     from runner.config import validate
@@ -32,10 +34,12 @@ def regrade(run_dir: Path, force: bool = False, changes: dict[str, Any] | None =
             conf.grading = GradeConfig(**{**dataclasses.asdict(conf.grading), "stat": stat, **changes})
         except ValueError as err:
             raise ConfigError(f"bad grading option: {err}") from None
+    if sandbox_provider is not None:  # on conf, so the reports' provenance names the provider that graded
+        conf.sandbox.provider = sandbox_provider
     tasks = {t.id: t for t in select(conf)}
     rollouts = [store.rollout(tid, i) for tid in tasks for i in range(conf.rollouts)]
     finished = [r for r in rollouts if r is not None]
-    sandboxes = provider("docker")
+    sandboxes = provider(conf.sandbox.provider)
     sandboxes.ensure_ready()
     images = sandboxes.ensure_images([tasks[r.instance_id] for r in finished], conf.sandbox.base_image,
                                      progress=print, base_map=dict(conf.tasks.base_map))
@@ -59,11 +63,13 @@ DESCRIPTION = "Grade or re-grade a run: every finished rollout without a matchin
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from harness.__main__ import provider_args
     from harness.grader.config import add_grading_arguments
 
     parser.add_argument("run_dir", type=Path, help="the run's directory (outputs/runs/<name>)")
     parser.add_argument("--force", action="store_true", help="re-time every patch, ignoring stored reports")
     add_grading_arguments(parser)  # each left out keeps the run's own setting
+    provider_args(parser, default=None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.tasks import TaskError
     from runner.report import report_command
 
-    return report_command(lambda: regrade(args.run_dir, args.force, grading_changes(args)),
+    return report_command(lambda: regrade(args.run_dir, args.force, grading_changes(args), args.provider),
                           (ConfigError, TaskError, SandboxError), "the gradings finished", args.run_dir)
 
 

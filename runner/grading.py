@@ -15,7 +15,7 @@ from typing import Any
 
 from harness.grader.config import GradeConfig
 from harness.sandbox.interface import TaskImages
-from harness.sandbox.providers import SandboxProvider
+from harness.sandbox.providers import DEFAULT_PROVIDER, SandboxProvider
 from harness.tasks.task import Task
 from runner.records import ResultRecord, RolloutRecord
 from runner.store import RunStore
@@ -29,6 +29,7 @@ class TimingJob:
     image: str  # the task's grading image
     config: GradeConfig
     base_image: str = ""  # what the base's and the patches' states start from (TaskImages.base; "": image)
+    provider: str = DEFAULT_PROVIDER  # the run's sandbox provider, by name: a Ray node starts its own of it
 
 
 # One timing job at a time in this process: concurrent timing runs would measure each other.
@@ -55,6 +56,7 @@ class Grader:
     def __init__(self, store: RunStore, config: GradeConfig, images: dict[str, TaskImages], sandboxes: SandboxProvider,
                  force: bool = False, timing: Timing | None = None) -> None:
         self.store, self.config, self.images, self.force = store, config, images, force
+        self.provider = sandboxes.name  # each timing job names it (the Ray executor times on other machines)
         self.timing = timing or time_locally(sandboxes)
         self._by_patch: dict[tuple[str, str | None], tuple[int, dict[str, Any]]] = {}
 
@@ -85,7 +87,7 @@ class Grader:
                 if task.id not in job_of:
                     job_of[task.id] = len(jobs)
                     images = self.images[task.id]
-                    jobs.append(TimingJob(task, [], images.grading, self.config, images.base))
+                    jobs.append(TimingJob(task, [], images.grading, self.config, images.base, self.provider))
                     waiting.append([])
                 j = job_of[task.id]
                 jobs[j].patches.append(record.patch or "")

@@ -20,9 +20,12 @@ SHORT_ID = len("sha256:") + 12
 
 def collect(conf: RunConf, images: Mapping[str, TaskImages] | None,
             sandboxes: SandboxProvider | None) -> dict[str, Any]:
-    """This process's provenance for a run: the tool, libraries, engine, `images` (task id -> the images this
-    process uses; None when it uses none), the machine and the run's grading settings."""
-    return probe.collect(sandboxes, images, conf.grading)
+    """This process's provenance for a run: the tool, libraries, sandbox provider and engine, `images` (task
+    id -> the images this process uses; None when it uses none), the machine and the run's grading settings."""
+    found = probe.collect(sandboxes, images, conf.grading)
+    # The run's provider, also where no engine was asked (`sandboxes` None): every path of a run uses it.
+    found["sandbox_provider"] = conf.sandbox.provider
+    return found
 
 
 def for_report(store: RunStore, conf: RunConf, images: Mapping[str, TaskImages] | None,
@@ -52,7 +55,7 @@ def markdown(prov: dict[str, Any]) -> list[str]:
             f"| Python | {_v(prov.get('python'))} |",
             f"| litellm / docker-py / Hydra | {_v(packages.get('litellm'))} / {_v(packages.get('docker'))} / "
             f"{_v(packages.get('hydra-core'))} |",
-            f"| Docker engine | {_v(prov.get('engine'))} |",
+            f"| sandbox provider / engine | {_v(prov.get('sandbox_provider'))} / {_v(prov.get('engine'))} |",
             f"| machine | {machine_label(prov)} |",
             f"| images | {_images_line(prov.get('images') or {})} |",
             f"| built for the local base | {_adapted_line(prov.get('adapted') or {})} |",

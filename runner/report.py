@@ -189,7 +189,7 @@ def write_reports(store: RunStore, conf: RunConf, task_ids: list[str], images: d
         report["judges"] = judging.summaries(store, slots(records, task_ids, conf.rollouts),
                                              [int(k) for k in report["summary"]["opt_at_k"]])
     # Added here, not in build_report: a report rebuilt from an old run's records stays identical.
-    report["provenance"] = provenance.for_report(store, conf, images, sandboxes or provider("docker"))
+    report["provenance"] = provenance.for_report(store, conf, images, sandboxes or provider(conf.sandbox.provider))
     g = conf.grading
     grading = (f" Graded with {g.rounds} rounds ({g.mode}, {g.stat}), Opt at p = {g.p:g}, GSO's {g.gso_version} "
                f"verdict (round(gm, 1) >= {g.min_speedup:g}).") if conf.grade != "none" else ""

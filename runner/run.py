@@ -44,7 +44,7 @@ class Runner:
     def __init__(self, conf: RunConf, plain: dict[str, Any], run_dir: Path) -> None:
         self.conf, self.plain = conf, plain
         self.store = RunStore(run_dir)
-        self.sandboxes = provider("docker")
+        self.sandboxes = provider(conf.sandbox.provider)
         self.executor: Executor | None = None
         self.lock = threading.Lock()
         self.stopping: ExitReason | None = None  # None, INTERRUPTED or RUN_COST_LIMIT

@@ -51,10 +51,10 @@ def usage_at(record: RolloutRecord, trajectory: dict[str, Any] | None, steps: in
 
 
 def truncated_runs(runs: list[Run], steps_list: list[int]) -> list[Run]:
-    sandboxes = provider("docker")
-    sandboxes.ensure_ready()
     out = []
     for run in runs:
+        sandboxes = provider(run.conf.sandbox.provider)  # each run's own: a study may mix providers
+        sandboxes.ensure_ready()
         tasks = {t.id: t for t in select(run.conf)}
         images = sandboxes.ensure_images(list(tasks.values()), run.conf.sandbox.base_image, progress=lambda _m: None,
                                          base_map=dict(run.conf.tasks.base_map))

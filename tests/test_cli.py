@@ -137,3 +137,15 @@ def test_grade_names_a_gso_flag_as_written(capsys: pytest.CaptureFixture[str], t
     assert code == 2 and err.startswith("error: --dataset_name is for grading --predictions files")
     code, _, err = call(capsys, "grade", "some_run", "--split", "dev")
     assert code == 2 and err.startswith("error: --split is for grading --predictions files")
+
+
+@pytest.mark.parametrize("name", ("build", "validate", "grade", "cleanup", "setup"))
+def test_commands_that_start_sandboxes_take_the_provider(capsys: pytest.CaptureFixture[str], name: str) -> None:
+    from harness import __main__ as harness_cli
+
+    default = None if name == "grade" else "docker"  # `optrunner grade RUN_DIR`: the run's own
+    assert cli.parse([name, "--predictions", "p.jsonl"] if name == "grade" else [name]).provider == default
+    assert harness_cli.build_parser().parse_args([name, "--provider", "bwrap"] + (
+        ["--predictions", "p.jsonl"] if name == "grade" else [])).provider == "bwrap"
+    code, _, err = call(capsys, name, "--provider", "podman")
+    assert code == 2 and "--provider: invalid choice: 'podman' (choose from" in err and "Traceback" not in err

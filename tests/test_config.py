@@ -100,6 +100,7 @@ def run_dir(cfg: DictConfig) -> str:
      "set the environment variable ANTHROPIC_API_KEY"),
     (["+scaffold.options.observation_limit=lots"], "option 'observation_limit' must be a whole number"),
     (["grading.p=7"], "bad grading option: p must be in (0, 1]"),
+    (["sandbox.provider=podman"], "error: sandbox.provider must be one of docker, bwrap, got 'podman'"),
     # refused when the run reads its tasks (no container started)
     (["tasks.ids=[nope]"], "unknown task id 'nope'"),
     (["tasks.selector=/no/such/dir"], "no such directory"),
@@ -132,6 +133,8 @@ def test_a_mistake_is_one_line_exit_2_and_leaves_nothing(capsys: pytest.CaptureF
     (["model.rate_limit_max_wait_s=-1"], "model.rate_limit_max_wait_s must be 0 or more"),
     (["sandbox.memory=lots"], "sandbox.memory must be a size such as 512m or 4g, got 'lots'"),
     (["sandbox.cpus=-1"], "sandbox.cpus must be more than 0"),
+    (["sandbox.provider=podman"], "sandbox.provider must be one of docker, bwrap, got 'podman'"),
+    (["sandbox=bwrap", "sandbox.rootfs=nfs"], "sandbox.rootfs must be one of image, host, got 'nfs'"),
     (["temperature=-3"], "temperature must be in [0, 2]"),
     (["grading.memory=0g"], "memory must be a size"),
     (["tasks.source=nope"], "unknown task source 'nope'"),
@@ -270,6 +273,13 @@ def test_model_local_with_its_values_validates() -> None:
 def test_defaults_are_what_runconf_says() -> None:
     conf = validate(composed())
     assert conf.rollouts == RunConf().rollouts and conf.model.id == "oracle"
+    assert (conf.sandbox.provider, conf.sandbox.rootfs) == (RunConf().sandbox.provider, "image") == ("docker", "image")
+
+
+def test_sandbox_bwrap_is_the_docker_presets_limits_under_bubblewrap() -> None:
+    docker, bwrap = validate(composed()).sandbox, validate(composed("sandbox=bwrap")).sandbox
+    assert bwrap.provider == "bwrap" and bwrap.limits() == docker.limits()
+    assert validate(composed("sandbox.provider=bwrap", "sandbox.rootfs=host")).sandbox.rootfs == "host"
 
 
 # -------------------------------------------------------------------------- the real command line, once

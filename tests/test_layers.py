@@ -4,6 +4,8 @@
 - the sandbox side, the metrics and the model layer import nothing of ours above them; the grader
   and everything in harness/ import nothing from scaffolds/ or runner/; scaffolds never import runner/;
 - docker-py only inside the Docker provider (harness/sandbox/docker/), litellm only in the model layer;
+- a sandbox provider is named by the run's setting, never in code: outside harness/sandbox/ nothing calls
+  `provider("docker")` or compares a value with a provider's name (`if name == "bwrap"`);
 - the engine bootstrap runs on the bare system Python: it and the package files on its path import
   only the standard library.
 """
@@ -15,6 +17,8 @@ from functools import lru_cache
 from pathlib import Path
 
 import pytest
+
+from harness.sandbox.providers import PROVIDERS
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("harness", "runner", "scaffolds")
@@ -152,3 +156,33 @@ def test_engine_bootstrap_needs_only_the_standard_library() -> None:
             top = name.split(".")[0]
             assert top in sys.stdlib_module_names or top == "__future__" or name in bootstrap, \
                 f"{module} imports {name}: `make` runs the engine bootstrap before any virtualenv exists"
+
+
+def _provider_names_in_code(source: str) -> list[str]:
+    """`provider("NAME")` calls and comparisons with a provider's name (`x == "bwrap"`, `x in ("docker",)`)."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        named: list[ast.expr] = []
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "provider":
+            named = [*node.args, *(k.value for k in node.keywords)]
+        elif isinstance(node, ast.Compare):
+            for side in (node.left, *node.comparators):
+                named += side.elts if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side]
+        if any(isinstance(e, ast.Constant) and e.value in PROVIDERS for e in named):
+            out.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return out
+
+
+def test_the_provider_check_sees_what_it_forbids() -> None:
+    source = ('a = provider("docker")\nb = sandboxes.provider(name="bwrap")\n'
+              'if kind == "bwrap" or kind in ("docker",):\n    pass\n')
+    assert len(_provider_names_in_code(source)) == 4
+    assert _provider_names_in_code("a = provider(conf.sandbox.provider)\nb = kind == 'podman'\n") == []
+
+
+def test_only_the_sandbox_layer_names_a_provider() -> None:
+    # Every path of a run (rollouts, grading, truncation, reports, Ray nodes, the harness commands) uses the
+    # provider the run names; a provider hard-coded, or a branch on which one is in use, would break that.
+    found = [f"{module} {hit}" for module, path in modules().items() if not module.startswith("harness.sandbox")
+             for hit in _provider_names_in_code(path.read_text())]
+    assert found == []

@@ -26,6 +26,7 @@ from harness.grader.config import GRADER_VERSION, GradeConfig
 from harness.sandbox.interface import TaskImages
 from harness.sandbox.providers import provider
 from runner import __version__
+from runner import provenance as run_provenance
 from runner.aggregate import aggregate, render_markdown
 from runner.config import ConfigError, RunConf, typed, validate
 from runner.records import ResultRecord
@@ -66,6 +67,7 @@ def test_machine_python_packages_tool_and_grading_are_the_real_values() -> None:
     assert found["grading"] == {**dataclasses.asdict(GradeConfig(rounds=3)), "grader_version": GRADER_VERSION}
     assert found["grading"]["rounds"] == 3 and found["grading"]["stat"] == "paired"  # as resolved
     assert found["engine"] is None and found["images"] == {}  # nothing asked of an engine without one
+    assert found["sandbox_provider"] is None  # nor a provider named
     json.dumps(found), yaml.safe_dump(found)  # plain values
 
 
@@ -94,6 +96,16 @@ def test_engine_version_and_image_ids_are_dockers() -> None:
     assert found["engine"] == _docker("version", "--format", "{{.Server.Version}}") and found["engine"]
     base_id = _docker("image", "inspect", "--format", "{{.Id}}", base)
     assert found["images"] == {"t": {base: base_id}, "u": {"optrunner/absent:none": None, base: base_id}}
+
+
+def test_a_runs_provenance_and_report_name_its_sandbox_provider() -> None:
+    conf = RunConf()
+    assert run_provenance.collect(conf, None, None)["sandbox_provider"] == "docker"  # the default
+    conf.sandbox.provider = "bwrap"
+    found = run_provenance.collect(conf, None, None)  # the setting, even where no engine was asked
+    assert found["sandbox_provider"] == "bwrap" and list(found).index("sandbox_provider") < list(found).index("engine")
+    assert "| sandbox provider / engine | bwrap / unknown |" in run_provenance.markdown(found)
+    json.dumps(found)
 
 
 # ---------------------------------------------------------------- config.yaml and resume
@@ -166,7 +178,8 @@ def test_a_run_records_provenance_once_and_in_its_reports(one_task: Path, tmp_pa
     assert report["images"] == recorded["images"] and report["machine"] == recorded["machine"]
     markdown = (path / "report.md").read_text()
     assert "## Provenance" in markdown and f"revision {recorded['tool']['revision'][:12]}" in markdown
-    assert f"| Docker engine | {recorded['engine']} |" in markdown and "1: `" in markdown
+    assert recorded["sandbox_provider"] == report["sandbox_provider"] == "docker"
+    assert f"| sandbox provider / engine | docker / {recorded['engine']} |" in markdown and "1: `" in markdown
 
     before = (path / "config.yaml").read_text()
     again = runner(*args, out=tmp_path)

@@ -175,13 +175,13 @@ def test_a_node_without_the_image_loads_it_from_the_driver(cluster: tuple[Cluste
     source.tag(name)
     ray.init(address=cluster[0].address, logging_level="ERROR", log_to_driver=False)
     try:
-        depot = ray.remote(ImageDepot).options(num_cpus=0).remote()
+        depot = ray.remote(ImageDepot).options(num_cpus=0).remote("docker")
         ray.get(depot.tar.remote(name))  # saved on the driver's side while the image is there
         docker.images.remove(name)  # gone from the (shared) engine: the node must load it
         node = cluster[1][0].node_id
         ensure = ray.remote(ray_node.ensure_image).options(
             num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
-        ray.get(ensure.remote(name, depot), timeout=120)
+        ray.get(ensure.remote(name, depot, "docker"), timeout=120)
         assert docker.images.get(name).id == source.id
     finally:
         ray.shutdown()

@@ -13,6 +13,7 @@ from harness.grader.gso_reports import write_gso_layout
 from harness.grader.predictions import Prediction
 from harness.metrics.summary import RolloutMetrics, summarize
 from harness.sandbox.interface import TaskImages
+from harness.sandbox.providers import SandboxProvider
 from harness.tasks.task import Task
 
 Log = Callable[[str], None]
@@ -20,10 +21,11 @@ Log = Callable[[str], None]
 
 def grade_predictions(rollouts: list[list[Prediction]], tasks: list[Task], images: dict[str, TaskImages],
                       config: GradeConfig, out: Path, log: Log, provenance: dict[str, Any] | None = None,
-                      numbers: list[int] | None = None) -> dict[str, Any]:
+                      numbers: list[int] | None = None, sandboxes: SandboxProvider | None = None) -> dict[str, Any]:
     """Grade every prediction of every rollout file; write one report each, then the summary (with
     `provenance`, where and how they were graded: harness.provenance). Rollout i is reported as
-    `rollout_<numbers[i]>` (default: i; predictions.rollout_numbers).
+    `rollout_<numbers[i]>` (default: i; predictions.rollout_numbers). `sandboxes`: the provider that starts
+    the grading sandboxes (None: the default provider).
 
     A report already on disk for the same patch and grading config is reused (resume after a crash). When
     interrupted (Ctrl-C, SIGTERM, SIGHUP), the summary of what was graded is written, marked `interrupted`.
@@ -32,7 +34,7 @@ def grade_predictions(rollouts: list[list[Prediction]], tasks: list[Task], image
     reports: list[dict[str, dict[str, Any]]] = []
     try:
         _grade_all(rollouts, tasks, by_id, images, config, out, log, reports,
-                   numbers if numbers is not None else list(range(len(rollouts))))
+                   numbers if numbers is not None else list(range(len(rollouts))), sandboxes)
     except KeyboardInterrupt:
         if reports:
             summary = summarize_reports(reports, [t.id for t in tasks], config.p)
@@ -45,7 +47,7 @@ def grade_predictions(rollouts: list[list[Prediction]], tasks: list[Task], image
 
 def _grade_all(rollouts: list[list[Prediction]], tasks: list[Task], by_id: dict[str, Task],
                images: dict[str, TaskImages], config: GradeConfig, out: Path, log: Log,
-               reports: list[dict[str, dict[str, Any]]], numbers: list[int]) -> None:
+               reports: list[dict[str, dict[str, Any]]], numbers: list[int], sandboxes: SandboxProvider | None) -> None:
     """Grade every task's predictions, of all rollout files, in one timing session per task (stored reports
     are reused); `reports` (one dict per rollout file) fills in as each report is written."""
     done: list[dict[str, dict[str, Any]]] = [{} for _ in rollouts]
@@ -63,7 +65,7 @@ def _grade_all(rollouts: list[list[Prediction]], tasks: list[Task], by_id: dict[
     for task_id, todo in missing.items():
         log(f"grading {task_id}: rollouts {', '.join(str(numbers[i]) for i, _, _ in todo)} in one session")
         graded = grade_patches(by_id[task_id], [pred.model_patch for _, pred, _ in todo], images[task_id].grading,
-                               config, log=log, base_image=images[task_id].base)
+                               config, log=log, sandboxes=sandboxes, base_image=images[task_id].base)
         for (index, pred, path), report in zip(todo, graded):
             report["model_name_or_path"] = pred.model_name_or_path
             write_json(path, report, indent=2)
@@ -139,16 +141,19 @@ class Validation:
 
 
 def validate(tasks: list[Task], images: dict[str, TaskImages], config: GradeConfig, repeat: int, out: Path,
-             log: Log, provenance: dict[str, Any] | None = None) -> list[Validation]:
+             log: Log, provenance: dict[str, Any] | None = None,
+             sandboxes: SandboxProvider | None = None) -> list[Validation]:
     """Grade each task's gold and empty patch `repeat` times; one report each, and summary.json (each task's
-    verdicts, with `provenance`) rewritten as each task finishes, so an interrupted validation keeps one."""
+    verdicts, with `provenance`) rewritten as each task finishes, so an interrupted validation keeps one.
+    `sandboxes`: the provider that starts the grading sandboxes (None: the default provider)."""
     results = []
     for task in tasks:
         result = Validation(task.id)
         for attempt in range(repeat):
             for kind, patch, bucket in (("gold", task.expert_patch, result.gold), ("empty", "", result.empty)):
                 log(f"[{task.id}] {kind} patch, attempt {attempt + 1}/{repeat}")
-                report = grade(task, patch, images[task.id].grading, config, log=log, base_image=images[task.id].base)
+                report = grade(task, patch, images[task.id].grading, config, log=log, sandboxes=sandboxes,
+                               base_image=images[task.id].base)
                 write_json(out / task.id / f"{kind}_{attempt}.json", report, indent=2)
                 bucket.append(report)
         results.append(result)

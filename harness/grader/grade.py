@@ -43,7 +43,7 @@ from harness.grader.guards import clock_review, hook_review, leftover_review, st
 from harness.grader.isolation import Outside
 from harness.grader.timing import RATIOS, Log, SessionTimes, bootstrap, estimates, straddles, time_session
 from harness.sandbox.interface import TESTBED, Sandbox, SandboxError, memory_bytes, pin_if_possible
-from harness.sandbox.providers import SandboxProvider, provider
+from harness.sandbox.providers import DEFAULT_PROVIDER, SandboxProvider, provider
 from harness.tasks.task import Task
 
 # round(gm, 1) >= 1.2 holds from gm = 1.15 on (1.1 from 1.05): the value an interval is compared with.
@@ -63,9 +63,10 @@ def grade_patches(task: Task, patches: list[str | None], image: str, config: Gra
                   sandboxes: SandboxProvider | None = None, base_image: str = "") -> list[dict[str, Any]]:
     """One report per patch, in order; byte-identical patches are graded once and share the report.
     `image` is the task's grading image; `base_image` (TaskImages.base), where there is one, is what the
-    base's and the patches' states start from: no history after the base commit for a build to reach."""
+    base's and the patches' states start from: no history after the base commit for a build to reach.
+    `sandboxes` is the run's provider; None (a caller with no run: a test, a script) is the default one."""
     config = config or GradeConfig()
-    sandboxes = sandboxes or provider("docker")
+    sandboxes = sandboxes or provider(DEFAULT_PROVIDER)
     if task.reward_check is not None:  # a verifier that writes a reward (Harbor), not timed tests
         from harness.grader.reward import grade_reward
         return [grade_reward(task, p, image, config, sandboxes, instance_id, log) for p in patches]

@@ -4,7 +4,9 @@ A provider makes sure it can run (`ensure_ready`), builds or finds each task's i
 starts sandboxes (`start`), removes what a crashed run left behind (`cleanup`) and says which engine and
 images it used (`engine_version`, `image_id`). Only the provider
 knows its engine; callers see the interface of `harness.sandbox.interface` and its errors. Providers are
-imported on first use, so naming one costs nothing.
+imported on first use, so naming one costs nothing. A run names its provider (`sandbox.provider`, the
+harness commands' `--provider`) and every path of it (rollouts, grading, a Ray node) starts that one by name;
+code outside harness/sandbox/ never asks which provider it has.
 """
 from __future__ import annotations
 
@@ -20,7 +22,12 @@ if TYPE_CHECKING:
 
 Progress = Callable[[str], None]
 CleanupScope = Literal["orphans", "mine", "all"]
-PROVIDERS = {"docker": "harness.sandbox.docker.provider:DockerProvider"}
+# name -> "module:class"; a provider's `name` attribute is its key here (a Ray node starts the same one by it).
+PROVIDERS = {"docker": "harness.sandbox.docker.provider:DockerProvider",
+             "bwrap": "harness.sandbox.bwrap.provider:BwrapProvider"}  # bubblewrap: the `bwrap` extra
+DEFAULT_PROVIDER = "docker"  # what a run or a harness command uses when it names none
+# Where a sandbox's root filesystem comes from (`sandbox.rootfs`): the task image's (image) or the host's (host).
+ROOTFS = ("image", "host")
 
 
 class SandboxProvider(Protocol):
@@ -67,7 +74,7 @@ class SandboxProvider(Protocol):
 
 
 @cache
-def provider(name: str = "docker") -> SandboxProvider:
+def provider(name: str = DEFAULT_PROVIDER) -> SandboxProvider:
     if name not in PROVIDERS:
         raise ValueError(f"unknown sandbox provider {name!r}; known: {', '.join(PROVIDERS)}")
     module, _, cls = PROVIDERS[name].partition(":")

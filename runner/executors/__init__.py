@@ -1,6 +1,6 @@
 """Executors, registered by name: what runs a run's rollouts and timing jobs.
 
-    local  threads in this process, containers on this machine's Docker engine
+    local  threads in this process, sandboxes of the run's provider on this machine (sandbox.provider)
     ray    Ray Core tasks on a Ray cluster: one task per rollout (custom resource `rollout_slot`), timing
            jobs as tasks holding a node's `timing_slot`
 

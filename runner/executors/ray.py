@@ -97,7 +97,8 @@ class RayExecutor:
             # The shared state lives on the driver's node (where the images and the run store are).
             here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
             self.board = ray.remote(Board).options(num_cpus=0, scheduling_strategy=here).remote()
-            self.depot = ray.remote(ImageDepot).options(num_cpus=0, scheduling_strategy=here).remote()
+            self.depot = ray.remote(ImageDepot).options(num_cpus=0, scheduling_strategy=here).remote(
+                self.conf.sandbox.provider)
             self.limiter = limiter_actor(self.conf.model, scheduling_strategy=here)
             self._rollout = ray.remote(ray_node.run_rollout).options(
                 num_cpus=0, resources={"rollout_slot": 1}, max_retries=RETRIES)
@@ -245,7 +246,7 @@ class RayExecutor:
 
         sweep = ray.remote(ray_node.sweep)
         refs = [sweep.options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], False))
-                .remote(self.context.run_id) for node in ray.nodes() if node.get("Alive")]
+                .remote(self.context.run_id, self.conf.sandbox.provider) for node in ray.nodes() if node.get("Alive")]
         try:
             ray.get(refs, timeout=SWEEP_TIMEOUT_S)
         except ray.exceptions.RayError as err:

@@ -4,8 +4,8 @@
                    and run cost cap read it) and the stop the driver asked for (the workers read it)
     SharedLimiter  the model's rate limiter (harness.models.ratelimit), one for every worker of the run;
                    `RemoteLimiter` is its stand-in inside a worker, with the same protocol
-    ImageDepot     task images from the driver's Docker engine, for nodes that lack one (`docker save` on
-                   the driver, `docker load` on the node; objects move through Ray's object store)
+    ImageDepot     task images from the driver's engine (the run's sandbox provider's), for nodes that lack
+                   one (`docker save` on the driver, `docker load` on the node; through Ray's object store)
 
 Each is small and single-purpose; a worker talks to the board about twice a second per rollout and to the
 limiter once per model call.
@@ -103,7 +103,8 @@ def limiter_actor(config: ModelConfig, **options: Any) -> Any:
 
 
 class ImageDepot:
-    def __init__(self) -> None:
+    def __init__(self, provider_name: str) -> None:
+        self.provider_name = provider_name  # the run's sandbox provider: its engine on the driver has the images
         self.saved: dict[str, Any] = {}  # image -> ObjectRef of its `docker save` tar
 
     def tar(self, image: str) -> list[Any]:
@@ -112,5 +113,5 @@ class ImageDepot:
         if image not in self.saved:
             from harness.sandbox.providers import provider
 
-            self.saved[image] = ray.put(provider("docker").export_image(image))  # type: ignore[attr-defined]
+            self.saved[image] = ray.put(provider(self.provider_name).export_image(image))  # type: ignore[attr-defined]
         return [self.saved[image]]

@@ -1,6 +1,7 @@
 """What runs on a Ray node: one rollout, one task's timing session, a sweep of a run's containers, a warm-up.
 
-Every function uses the node's own Docker engine. A rollout reports to the driver's Board about twice a
+Every function uses the node's own engine, of the sandbox provider the run names (`sandbox.provider`,
+carried by the config, the timing job or the call). A rollout reports to the driver's Board about twice a
 second (steps, cost) and learns from it when to stop; the model calls go out from the node, through the
 run's shared rate limiter. A missing task image is loaded from the driver's ImageDepot before the
 container starts.
@@ -25,12 +26,12 @@ from scaffolds.exits import ExitReason
 SYNC_S = 0.5  # how often a rollout reports to the board
 
 
-def ensure_image(image: str, depot: Any) -> None:
-    """Make sure the node's engine has `image`: present, or loaded from the driver's depot (once per node:
-    concurrent rollouts of one task wait for the first to load it)."""
+def ensure_image(image: str, depot: Any, provider_name: str) -> None:
+    """Make sure the node's engine of provider `provider_name` has `image`: present, or loaded from the
+    driver's depot (once per node: concurrent rollouts of one task wait for the first to load it)."""
     from harness.sandbox.providers import provider
 
-    engine = provider("docker")
+    engine = provider(provider_name)
     if engine.has_image(image):  # type: ignore[attr-defined]
         return
     lock = Path(tempfile.gettempdir()) / f"optrunner-image-{hashlib.sha1(image.encode()).hexdigest()[:16]}.lock"
@@ -76,8 +77,8 @@ def run_rollout(conf: RunConf, run_id: str, job: RolloutJob, board: Any, limiter
     reporter = threading.Thread(target=report, name=f"board-{job.task.id}-{job.index}", daemon=True)
     reporter.start()
     try:
-        sandboxes = provider("docker")
-        ensure_image(job.image, depot)
+        sandboxes = provider(conf.sandbox.provider)
+        ensure_image(job.image, depot, conf.sandbox.provider)
         runner = RolloutRunner(conf, run_id, sandboxes, cpuset=timing_cpuset(conf.executor.reserve_timing_cpu))
         return runner.run(job, live)
     except Interrupted:
@@ -93,17 +94,17 @@ def time_patches(job: TimingJob, depot: Any) -> list[dict[str, Any]]:
     from harness.sandbox.providers import provider
 
     for image in {job.image, job.base_image} - {""}:
-        ensure_image(image, depot)
+        ensure_image(image, depot, job.provider)
     return grade_patches(job.task, list(job.patches), job.image, job.config, instance_id=job.task.id,
-                         sandboxes=provider("docker"), base_image=job.base_image)
+                         sandboxes=provider(job.provider), base_image=job.base_image)
 
 
-def sweep(run_id: str) -> int:
-    """Remove this run's containers on this node's engine, and containers whose owning process died (a
-    worker killed with its node, a force-cancelled task). Returns how many were removed."""
+def sweep(run_id: str, provider_name: str) -> int:
+    """Remove this run's sandboxes on this node's engine of provider `provider_name`, and those whose owning
+    process died (a worker killed with its node, a force-cancelled task). Returns how many were removed."""
     from harness.sandbox.providers import provider
 
-    engine = provider("docker")
+    engine = provider(provider_name)
     return engine.cleanup("all", labels={RUN_LABEL: run_id}) + engine.cleanup("orphans")
 
 
