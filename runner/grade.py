@@ -42,7 +42,8 @@ def regrade(run_dir: Path, force: bool = False, changes: dict[str, Any] | None =
     sandboxes = provider(conf.sandbox.provider)
     sandboxes.ensure_ready()
     images = sandboxes.ensure_images([tasks[r.instance_id] for r in finished], conf.sandbox.base_image,
-                                     progress=print, base_map=dict(conf.tasks.base_map))
+                                     progress=print, base_map=dict(conf.tasks.base_map),
+                                     rootfs_from=conf.sandbox.rootfs)
     grader = Grader(store, conf.grading, images, sandboxes, force=force)
     records = []
     try:  # one timing session per task for what is not graded yet (runner.grading)

@@ -114,7 +114,8 @@ class Runner:
         removed = self.sandboxes.cleanup("orphans")  # containers of earlier runs that were killed
         images = self.sandboxes.ensure_images(tasks, self.conf.sandbox.base_image,
                                               progress=lambda m: print(m, flush=True),
-                                              base_map=dict(self.conf.tasks.base_map))
+                                              base_map=dict(self.conf.tasks.base_map),
+                                              rootfs_from=self.conf.sandbox.rootfs)
         self.images = images
         importer.join()
         planned = plan(tasks, self.conf.rollouts)

@@ -57,7 +57,8 @@ def truncated_runs(runs: list[Run], steps_list: list[int]) -> list[Run]:
         sandboxes.ensure_ready()
         tasks = {t.id: t for t in select(run.conf)}
         images = sandboxes.ensure_images(list(tasks.values()), run.conf.sandbox.base_image, progress=lambda _m: None,
-                                         base_map=dict(run.conf.tasks.base_map))
+                                         base_map=dict(run.conf.tasks.base_map),
+                                         rootfs_from=run.conf.sandbox.rootfs)
         every = run.conf.budget.snapshot_every
         store = RunStore(run.path)
         for steps in steps_list:

@@ -44,9 +44,11 @@ class SandboxProvider(Protocol):
         ...
 
     def ensure_images(self, tasks: Sequence["Task"], base_image: str, progress: Progress = print,
-                      base_map: Mapping[str, str] | None = None) -> dict[str, TaskImages]:
+                      base_map: Mapping[str, str] | None = None, rootfs_from: str = "image") -> dict[str, TaskImages]:
         """Find, pull or build every task's images (the agent's and the grader's); `base_map` names local
-        images for Dockerfile bases that cannot be pulled. Raises ImageBuildError."""
+        images for Dockerfile bases that cannot be pulled. `rootfs_from` (`sandbox.rootfs`): "image" (the
+        task image's files) or "host" (the host's own system under a task layer, where the provider can).
+        Raises ImageBuildError, or SandboxUnavailable for a `rootfs_from` the provider cannot use."""
         ...
 
     def start(self, image: str, limits: SandboxLimits | None = None,

@@ -9,10 +9,12 @@ providers hand around) are looked up in ROOTFS/names/, so starting a sandbox nee
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import shutil
 import subprocess
+import tarfile
 import tempfile
 import threading
 from dataclasses import dataclass, field
@@ -27,16 +29,35 @@ DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 @dataclass(frozen=True)
+class Mount:
+    """One writable overlay of a sandbox: at `dest`, the `lowers` read-only underneath (the top one first)."""
+    dest: str
+    lowers: tuple[Path, ...]
+
+    @property
+    def key(self) -> str:
+        """Its writable layer's name under the sandbox's upper directory."""
+        return self.dest.strip("/").replace("/", "_") or "_root"
+
+
+@dataclass(frozen=True)
 class Rootfs:
-    """A directory to start sandboxes from (read-only underneath), and what the image said about it."""
+    """What a sandbox's file system is made of, and what the image said about it. An exported image is one
+    mount at /; the host's root is several (hostfs.py) over bwrap's own empty root."""
     name: str  # the image name it came from
-    layers: tuple[Path, ...]  # lower directories, the top one first
+    mounts: tuple[Mount, ...]
     env: dict[str, str] = field(default_factory=dict)  # the image's ENV
     workdir: str = "/"
     labels: dict[str, str] = field(default_factory=dict)
+    symlinks: tuple[tuple[str, str], ...] = ()  # (target, path): the host's /bin -> usr/bin and the like
+    masked: tuple[str, ...] = ()  # host files hidden (bound to /dev/null)
 
-    def meta(self) -> dict[str, Any]:
-        return {"name": self.name, "env": self.env, "workdir": self.workdir, "labels": self.labels}
+    def mount_of(self, path: str) -> tuple[Mount, str] | None:
+        """The mount that holds `path`, and the path relative to it; None when none does."""
+        for mount in sorted(self.mounts, key=lambda m: -len(m.dest)):
+            if mount.dest == "/" or path == mount.dest or path.startswith(mount.dest + "/"):
+                return mount, path[len(mount.dest.rstrip("/")):] or "/"
+        return None
 
 
 def name_file(name: str) -> Path:
@@ -52,8 +73,11 @@ def lookup(name: str) -> Rootfs:
         raise SandboxError(f"no root file system for {name!r} here; the bwrap provider exports it when it "
                            "prepares the task's images (run with sandbox.provider=bwrap on a machine with Docker "
                            "once, or use sandbox.rootfs=host)") from None
-    return Rootfs(name, (ROOTFS / ident / "rootfs",), meta.get("env") or {}, meta.get("workdir") or "/",
-                  meta.get("labels") or {})
+    if meta.get("kind") == "host":
+        from harness.sandbox.bwrap.hostfs import host_rootfs
+        return host_rootfs(name, ROOTFS / ident, meta)
+    return Rootfs(name, (Mount("/", (ROOTFS / ident / "rootfs",)),), meta.get("env") or {},
+                  meta.get("workdir") or "/", meta.get("labels") or {})
 
 
 def current(name: str, image_id: str | None) -> bool:
@@ -86,11 +110,16 @@ def _export(client: Any, name: str) -> Rootfs:
         meta = {"name": name, "env": _env(config.get("Env")), "workdir": config.get("WorkingDir") or "/",
                 "labels": config.get("Labels") or {}}
         (target / "meta.json").write_text(json.dumps(meta, indent=1))  # last: a half-made one is not found
+    return record_name(name, ident)
+
+
+def record_name(name: str, ident: str) -> Rootfs:
+    """Name the directory ROOTFS/<ident> `name` (a sandbox starting meanwhile sees the old name or the new)."""
     names = name_file(name)
     names.parent.mkdir(parents=True, exist_ok=True)
     partial = names.with_suffix(f".{os.getpid()}.tmp")
     partial.write_text(json.dumps({"name": name, "id": ident}))
-    partial.replace(names)  # whole or not at all, for a sandbox starting meanwhile
+    partial.replace(names)
     return lookup(name)
 
 
@@ -117,3 +146,30 @@ def _unpack(client: Any, name: str, target: Path) -> None:
     finally:
         container.remove(force=True)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def pack(name: str) -> bytes:
+    """The directory named `name`, with its meta and its name, as one tar (for another machine's cache)."""
+    ident = json.loads(name_file(name).read_text())["id"]
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        tar.add(str(ROOTFS / ident), arcname=ident)
+        info = tarfile.TarInfo("name.json")
+        record = json.dumps({"name": name, "id": ident}).encode()
+        info.size = len(record)
+        tar.addfile(info, io.BytesIO(record))
+    return buf.getvalue()
+
+
+def unpack(data: bytes) -> None:
+    """Put a `pack`ed directory into this machine's cache and name it."""
+    ROOTFS.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        named = json.load(tar.extractfile("name.json"))  # type: ignore[arg-type]
+        if not (ROOTFS / named["id"] / "meta.json").is_file():
+            work = Path(tempfile.mkdtemp(prefix=".import-", dir=ROOTFS))
+            members = [m for m in tar.getmembers() if m.name.split("/")[0] == named["id"]]
+            tar.extractall(work, members=members, numeric_owner=True, filter="tar")
+            (work / named["id"]).rename(ROOTFS / named["id"])
+            shutil.rmtree(work, ignore_errors=True)
+    record_name(named["name"], named["id"])

@@ -95,14 +95,12 @@ class BwrapSandbox:
         """Start the sandbox's init over the overlay and wait until it runs its keep-alive."""
         info_r, info_w = os.pipe()
         block_r, block_w = os.pipe()
-        layers = [arg for layer in self.rootfs.layers for arg in ("--overlay-src", str(layer))]
         network = ["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"] if self.limits.network \
             else ["--unshare-net"]
         argv = [bwrap_path(), "--unshare-user", "--userns-block-fd", str(block_r), "--info-fd", str(info_w),
-                "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try", *layers,
-                "--overlay", str(self.upper), str(self.work), "/", "--proc", "/proc", "--dev", "/dev", *network,
-                "--hostname", "optrunner", "--chdir", "/", "--cap-drop", "ALL",
-                *[arg for cap in CAPS for arg in ("--cap-add", cap)], "--", "sleep", "infinity"]
+                "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try", *self._mounts(),
+                "--proc", "/proc", "--dev", "/dev", *network, "--hostname", "optrunner", "--chdir", "/",
+                "--cap-drop", "ALL", *[arg for cap in CAPS for arg in ("--cap-add", cap)], "--", "sleep", "infinity"]
         log = open(self.directory / "bwrap.log", "wb")
         try:
             self._keeper = subprocess.Popen(self._in_cgroup(argv), pass_fds=(info_w, block_r), stdin=subprocess.DEVNULL,
@@ -125,6 +123,22 @@ class BwrapSandbox:
         record.update(init=self._init, pidns=self._pidns)
         (self.directory / registry.META).write_text(json.dumps(record))
         self._sysctl()
+
+    def _mounts(self) -> list[str]:
+        """bwrap's arguments for the file system: each overlay over its own writable layer, then the links
+        and the masked host files."""
+        args: list[str] = []
+        for mount in self.rootfs.mounts:
+            upper, work = self.upper / mount.key, self.work / mount.key
+            upper.mkdir(parents=True, exist_ok=True)
+            work.mkdir(parents=True, exist_ok=True)
+            args += [arg for lower in mount.lowers for arg in ("--overlay-src", str(lower))]
+            args += ["--overlay", str(upper), str(work), mount.dest]
+        for target, path in self.rootfs.symlinks:
+            args += ["--symlink", target, path]
+        for path in self.rootfs.masked:
+            args += ["--ro-bind", "/dev/null", path]
+        return args
 
     def _read_info(self, fd: int) -> dict[str, object]:
         data, deadline = b"", time.monotonic() + START_TIMEOUT
@@ -280,6 +294,13 @@ class BwrapSandbox:
         if done.returncode != 0:
             raise SandboxError(f"bwrap: writing files failed: {done.stderr.decode(errors='replace').strip()[:200]}")
 
+    def unpack(self, archive: bytes, path: str) -> None:
+        """Unpack a tar archive at `path` (created if missing), its modes kept."""
+        done = self._call(["sh", "-c", 'mkdir -p -- "$0" && exec tar -x -C "$0"', path], archive)
+        if done.returncode != 0:
+            why = done.stderr.decode(errors="replace").strip()[:200]
+            raise SandboxError(f"bwrap: unpacking at {path} failed: {why}")
+
     # -- patch
 
     def diff(self) -> str:
@@ -315,10 +336,16 @@ class BwrapSandbox:
         return [line for pid, line in lines if pid != keeper]
 
     def read_tree(self, path: str) -> dict[str, bytes]:
-        return outside.read_tree([self.upper, *self.rootfs.layers], path)
+        found = self.rootfs.mount_of(path)
+        if found is None:
+            return {}
+        mount, inner = found
+        return outside.read_tree([self.upper / mount.key, *mount.lowers], inner)
 
     def changed_paths(self) -> list[str]:
-        return outside.changed_paths(self.upper)
+        points = {mount.dest for mount in self.rootfs.mounts} | {path for _, path in self.rootfs.symlinks}
+        return sorted(changed for mount in self.rootfs.mounts for path in outside.changed_paths(self.upper / mount.key)
+                      if (changed := mount.dest.rstrip("/") + path) not in points)  # (bwrap's mount points)
 
     # -- lifetime
 
@@ -330,6 +357,10 @@ class BwrapSandbox:
             except subprocess.TimeoutExpired:
                 self._keeper.kill()
         self._init = 0
+
+    def stop(self) -> None:
+        """End every process, keeping the files (a task layer is then taken from the writable layer)."""
+        self._kill()
 
     def close(self) -> None:
         if self._closed:

@@ -185,7 +185,7 @@ def _host(cmd: str, what: str, env: dict[str, str] | None = None) -> None:
 
 # ---------------------------------------------------------------- task images
 
-def _repo_files(task: Task) -> list[Path]:
+def repo_files(task: Task) -> list[Path]:
     return sorted(p for p in task.repo_dir.rglob("*")
                   if p.is_file() and "__pycache__" not in p.parts and ".git" not in p.parts)
 
@@ -197,16 +197,16 @@ def task_image_tag(task: Task, base_tag: str) -> str:
         chunks += [HISTORY_RECIPE.encode(), task.repo.encode(), task.base_commit.encode(),
                    str(task.opt_commit).encode(), str(task.install_block).encode()]
     else:
-        for path in _repo_files(task):
+        for path in repo_files(task):
             chunks += [str(path.relative_to(task.repo_dir)).encode(), path.read_bytes(),
                        str(os.access(path, os.X_OK)).encode()]
     return f"optrunner/task-{task.id.lower()}:{content_hash(*chunks)}"
 
 
-def _repo_tar(task: Task) -> bytes:
+def repo_tar(task: Task) -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        for path in _repo_files(task):
+        for path in repo_files(task):
             info = tar.gettarinfo(str(path), arcname=str(path.relative_to(task.repo_dir)))
             info.uid = info.gid = 0
             info.uname = info.gname = "root"
@@ -225,7 +225,7 @@ def ensure_task_image(client: docker.DockerClient, task: Task, base_tag: str, pr
         if task.base_commit:
             sha = _checkout_history(container, task)
         else:
-            container.put_archive("/testbed", _repo_tar(task))
+            container.put_archive("/testbed", repo_tar(task))
             # One fresh commit of the tree: no history, so no later commit is reachable from the image.
             sha = run_step(container, "git init -q && git add -A && git commit -q -m 'base commit' && "
                            "git rev-parse HEAD", f"task {task.id}: git init", env=GIT_ENV, workdir="/testbed")

@@ -13,7 +13,7 @@ from harness.sandbox.docker import engine
 from harness.sandbox.docker.images import BaseImageSpec
 from harness.sandbox.docker.sandbox import ENGINE_ERRORS, DockerSandbox, engine_errors
 from harness.sandbox.docker.task_images import ensure_images
-from harness.sandbox.interface import SandboxLimits, TaskImages
+from harness.sandbox.interface import SandboxLimits, SandboxUnavailable, TaskImages
 from harness.sandbox.providers import CleanupScope, Progress
 
 if TYPE_CHECKING:
@@ -55,7 +55,11 @@ class DockerProvider:
         return True
 
     def ensure_images(self, tasks: Sequence["Task"], base_image: str = BaseImageSpec.base,
-                      progress: Progress = print, base_map: Mapping[str, str] | None = None) -> dict[str, TaskImages]:
+                      progress: Progress = print, base_map: Mapping[str, str] | None = None,
+                      rootfs_from: str = "image") -> dict[str, TaskImages]:
+        if rootfs_from != "image":
+            raise SandboxUnavailable(f"sandbox.rootfs={rootfs_from} needs sandbox.provider=bwrap; Docker runs "
+                                     "task images only")
         with engine_errors():
             return ensure_images(docker_client(), list(tasks), BaseImageSpec(base=base_image), progress, base_map)
 
