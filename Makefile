@@ -7,7 +7,7 @@ TASKS  ?= suite
 
 GSOBENCH := $(VENV)/gsobench
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-.PHONY: venv docker images gsobench browser test unit lint docs wheel-check demo bench cleanup
+.PHONY: venv docker images gsobench browser hostpython test unit lint docs wheel-check demo bench cleanup
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
@@ -36,7 +36,13 @@ browser:
 	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-test: images gsobench browser
+# What sandbox.rootfs=host runs the suite's tasks with: the host's python3 and numpy, Debian's packages as in
+# the task images (tests/test_bwrap_host.py).
+hostpython:
+	@/usr/bin/python3 -c 'import numpy' 2>/dev/null || { $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-numpy >/dev/null; }
+
+test: images gsobench browser hostpython
 	$(PY) -m pytest -q
 
 # The tests that need no Docker engine (under a minute): config refusals, metrics, parsers, the CLI; spread
