@@ -15,8 +15,11 @@ Its build checks its own work: if `git cat-file -e <opt_commit>` still succeeds,
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 
 import docker
+from docker.models.containers import Container
+from docker.models.images import Image
 
 from harness.sandbox.docker.containers import LABEL
 from harness.sandbox.docker.images import (BASE_COMMIT_LABEL, DEFAULT_PATH, RECIPE_VERSION, Progress,
@@ -44,22 +47,32 @@ git rev-parse HEAD
 """
 
 
-def _tag(kind: str, task: Task, parent_id: str, *parts: str) -> str:
-    digest = content_hash(RECIPE_VERSION.encode(), parent_id.encode(), *(p.encode() for p in parts))
-    return f"optrunner/{kind}-{task.id.lower()}:{digest}"
+def _derived(client: docker.DockerClient, task: Task, parent: str, kind: str, parts: tuple[str, ...], say: str,
+             progress: Progress, build: Callable[[Container, Image], tuple[dict[str, str], dict[str, str], str]]
+             ) -> str:
+    """An image one layer above `parent`, tagged by its parent's id and `parts` (reused while both are the
+    same): `build` runs its steps in a scratch container and returns the ENV, labels and WORKDIR to commit."""
+    image = client.images.get(parent)
+    digest = content_hash(RECIPE_VERSION.encode(), image.id.encode(), *(p.encode() for p in parts))
+    tag = f"optrunner/{kind}-{task.id.lower()}:{digest}"
+    if image_exists(client, tag):
+        return tag
+    progress(f"[{task.id}] {say}")
+    container = scratch_container(client, parent, network=False)
+    try:
+        env, labels, workdir = build(container, image)
+        commit_image(container, tag, env, {LABEL: kind if kind != "cut" else "grading",
+                                           "optrunner.task": task.id, **labels}, workdir=workdir)
+    finally:
+        container.remove(force=True)
+    return tag
 
 
 def ensure_cut_image(client: docker.DockerClient, task: Task, grading: str, progress: Progress = print) -> str:
     """The grading image with /testbed/.git holding only what the base commit reaches, nothing else changed:
     where the base's and the patches' graded states start (a patch's build cannot check out the expert's
     commit), and what the agent's image is made from. Reused while `grading` is the same image."""
-    image = client.images.get(grading)
-    tag = _tag("cut", task, image.id, CUT_HISTORY)
-    if image_exists(client, tag):
-        return tag
-    progress(f"[{task.id}] history after the base commit cut (graded base and patch states, agent image)")
-    container = scratch_container(client, grading, network=False)
-    try:
+    def build(container: Container, image: Image) -> tuple[dict[str, str], dict[str, str], str]:
         what = f"task {task.id}: history cut"
         head = run_step(container, CUT_HISTORY, what).strip().splitlines()[-1]
         # (login shells may print errors of the image's profile scripts: look for a token, not for output)
@@ -67,24 +80,15 @@ def ensure_cut_image(client: docker.DockerClient, task: Task, grading: str, prog
                 container, f"cd /testbed && git cat-file -e {task.opt_commit} 2>/dev/null && echo optrunner-reachable "
                 "|| true", what):
             raise ImageBuildError(f"{what}: the expert's commit {task.opt_commit[:12]} is still reachable")
-        workdir = image.attrs["Config"].get("WorkingDir") or "/testbed"
-        commit_image(container, tag, {}, {LABEL: "grading", "optrunner.task": task.id, BASE_COMMIT_LABEL: head},
-                     workdir=workdir)
-    finally:
-        container.remove(force=True)
-    return tag
+        return {}, {BASE_COMMIT_LABEL: head}, image.attrs["Config"].get("WorkingDir") or "/testbed"
+
+    return _derived(client, task, grading, "cut", (CUT_HISTORY,), "history after the base commit cut (graded base "
+                    "and patch states, agent image)", progress, build)
 
 
-def ensure_agent_image(client: docker.DockerClient, task: Task, grading: str, progress: Progress = print) -> str:
-    """The agent-safe layer on top of `grading`'s history cut (reused while `grading` is the same image)."""
-    cut = ensure_cut_image(client, task, grading, progress)
-    image = client.images.get(cut)
-    tag = _tag("agent", task, image.id, "\n".join(task.agent_hides))
-    if image_exists(client, tag):
-        return tag
-    progress(f"[{task.id}] agent image: {len(task.agent_hides)} hidden path(s) removed, the venv every shell's")
-    container = scratch_container(client, cut, network=False)
-    try:
+def ensure_agent_image(client: docker.DockerClient, task: Task, cut: str, progress: Progress = print) -> str:
+    """The agent-safe layer on top of the history cut `cut` (ensure_cut_image; reused while it is the same)."""
+    def build(container: Container, image: Image) -> tuple[dict[str, str], dict[str, str], str]:
         what = f"task {task.id}: agent image"
         if task.agent_hides:
             run_step(container, f"rm -rf {' '.join(shlex.quote(p) for p in task.agent_hides)}", what)
@@ -93,8 +97,7 @@ def ensure_agent_image(client: docker.DockerClient, task: Task, grading: str, pr
         if env:  # GSO's relative `source .venv/bin/activate` in .bashrc fails outside /testbed: replaced above
             run_step(container, "if [ -f /root/.bashrc ]; then sed -i 's|^source .venv/bin/activate|# &|' "
                      "/root/.bashrc; fi", what)
-        commit_image(container, tag, env, {LABEL: "agent", "optrunner.task": task.id,
-                                           BASE_COMMIT_LABEL: image.labels[BASE_COMMIT_LABEL]})
-    finally:
-        container.remove(force=True)
-    return tag
+        return env, {BASE_COMMIT_LABEL: image.labels[BASE_COMMIT_LABEL]}, "/testbed"
+
+    return _derived(client, task, cut, "agent", ("\n".join(task.agent_hides),), f"agent image: "
+                    f"{len(task.agent_hides)} hidden path(s) removed, the venv every shell's", progress, build)

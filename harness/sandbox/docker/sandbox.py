@@ -178,7 +178,7 @@ class DockerSandbox:
 
     def read_file(self, path: str) -> bytes:
         try:
-            stream, _stat = self.container.gettar_of(path)
+            stream, _stat = self.container.get_archive(path)
             data = b"".join(stream)
         except docker.errors.NotFound:
             raise FileNotFoundError(path) from None
@@ -196,7 +196,7 @@ class DockerSandbox:
         """Every regular file under the directory `path` (relative name -> contents), in one transfer from
         the engine (`Freezable`); {} when there is no such directory."""
         try:
-            stream, _stat = self.container.gettar_of(path)
+            stream, _stat = self.container.get_archive(path)
             data = b"".join(stream)
         except docker.errors.NotFound:
             return {}
@@ -218,13 +218,13 @@ class DockerSandbox:
         target = self._target(path)
         archive = tar_of({target.name: contents})
         try:
-            self.container.puttar_of(str(target.parent), archive)
+            self.container.put_archive(str(target.parent), archive)
         except docker.errors.NotFound:
             made = self.exec(f"mkdir -p '{target.parent}'", timeout=30)
             if made.exit_code != 0:  # a file where a directory should be: the caller's mistake, not the engine's
                 raise NotADirectoryError(errno.ENOTDIR, made.output.strip() or "Not a directory", path) from None
             with engine_errors():
-                self.container.puttar_of(str(target.parent), archive)
+                self.container.put_archive(str(target.parent), archive)
         except docker.errors.APIError as err:
             if "not a directory" in str(err).lower():
                 raise NotADirectoryError(errno.ENOTDIR, "Not a directory", path) from None
@@ -236,7 +236,7 @@ class DockerSandbox:
         """Several files in one transfer (one archive, unpacked at /); missing parent directories are created."""
         archive = tar_of({str(self._target(path)).lstrip("/"): contents for path, contents in files.items()})
         with engine_errors():
-            self.container.puttar_of("/", archive)
+            self.container.put_archive("/", archive)
 
     # -- patch
 

@@ -65,9 +65,11 @@ def ensure_images(client: docker.DockerClient, tasks: list[Task], spec: BaseImag
                 raise ImageBuildError(f"task {task.id}: image {task.prebuilt_image} is neither present nor "
                                       f"buildable: {unavailable}; building it failed: {first}"
                                       + (f"\n{rest}" if rest else "")) from None
-        hides_something = bool(task.opt_commit or task.agent_hides)
-        agent = ensure_agent_image(client, task, grading, progress) if hides_something else grading
+        if task.opt_commit or task.agent_hides:
+            cut = ensure_cut_image(client, task, grading, progress)
+            agent = ensure_agent_image(client, task, cut, progress)
+        else:
+            cut, agent = "", grading
         # graded base and patch states start without the expert's commit in their history
-        cut = ensure_cut_image(client, task, grading, progress) if task.opt_commit else ""
-        images[task.id] = TaskImages(agent=agent, grading=grading, base=cut)
+        images[task.id] = TaskImages(agent=agent, grading=grading, base=cut if task.opt_commit else "")
     return images
