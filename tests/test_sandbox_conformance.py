@@ -310,3 +310,27 @@ def test_a_sandbox_outlives_no_signal_to_its_owner(name: str, sig: signal.Signal
         assert Probe.exists(name, handle)
         assert provider(name).cleanup("orphans") >= 1
     assert not Probe.exists(name, handle)
+
+
+# ---------------------------------------------------------------- the scaffolds on each provider
+@pytest.mark.parametrize("scaffold", ["codeact", "mini_swe", "terminus"])
+def test_each_scaffold_runs_the_oracle_to_the_expert_patch(name: str, scaffold: str, tmp_path: Path) -> None:
+    # codeact's persistent shell and editor, mini_swe's fresh processes, terminus's tmux: the same episode
+    # as on Docker (its image exported to a directory for bwrap).
+    from harness.tasks.folder import load_task
+    from scaffolds import make_scaffold
+    from scaffolds.limits import Limits
+    from tests.conftest import write_task
+    from tests.scaffold_support import bound_model, same_effect
+
+    tiny = load_task(write_task(tmp_path))
+    image = task_image(tiny)
+    if name == "bwrap":
+        from harness.sandbox.bwrap import rootfs
+        rootfs.export(client(), image)
+    options = {"max_duration_s": 0.3} if scaffold == "terminus" else {}
+    with provider(name).start(image, SandboxLimits()) as sandbox:
+        episode = make_scaffold(scaffold, options).run(tiny, sandbox, bound_model("scripted/oracle", tiny),
+                                                       Limits(snapshot_every=0))
+        assert episode.exit_reason == "submitted", episode.exit_message
+        assert same_effect(tiny, sandbox.diff(), tiny.expert_patch)
