@@ -113,15 +113,16 @@ class BwrapSandbox:
             info = self._read_info(info_r)
             self._init = int(info["child-pid"])
             self._pidns = registry.pidns_of(self._init) or 0
+            # recorded at once: a runner killed from here on leaves a sandbox its cleanup can end
+            record = json.loads((self.directory / registry.META).read_text())
+            record.update(init=self._init, pidns=self._pidns)
+            (self.directory / registry.META).write_text(json.dumps(record))
             self._map_ids(self._init)
             os.write(block_w, b"1")
         finally:
             os.close(info_r)
             os.close(block_w)
         self._wait_running()
-        record = json.loads((self.directory / registry.META).read_text())
-        record.update(init=self._init, pidns=self._pidns)
-        (self.directory / registry.META).write_text(json.dumps(record))
         self._sysctl()
 
     def _mounts(self) -> list[str]:
