@@ -334,3 +334,23 @@ def test_each_scaffold_runs_the_oracle_to_the_expert_patch(name: str, scaffold: 
                                                        Limits(snapshot_every=0))
         assert episode.exit_reason == "submitted", episode.exit_message
         assert same_effect(tiny, sandbox.diff(), tiny.expert_patch)
+
+
+# ---------------------------------------------------------------- Freezable: the grader's view from outside
+def test_freezable_sees_from_outside_what_the_sandbox_did(box: Sandbox, tmp_path: Path) -> None:
+    from harness.sandbox.interface import Freezable
+
+    assert isinstance(box, Freezable)
+    box.write_files({"/hidden_tests/test_a.py": "a\n", "/hidden_tests/refs/r1": b"\x00ref"})
+    box.exec("rm README.md && mkdir -p /var/cache/zz && echo 1 > /var/cache/zz/f && "
+             "ln -s /etc/passwd /hidden_tests/test_link.py && (setsid sleep 777 > /dev/null 2>&1 &)")
+    changed = box.changed_paths()
+    for path in ("/hidden_tests/test_a.py", "/hidden_tests/refs/r1", "/testbed/README.md", "/var/cache/zz/f"):
+        assert path in changed, (path, changed)
+    assert "/var/cache" not in changed and "/hidden_tests" not in changed  # the deepest paths only
+    # merged, from the layers or the engine, never through the sandbox's link
+    assert box.read_tree("/hidden_tests") == {"test_a.py": b"a\n", "refs/r1": b"\x00ref"}
+    assert box.read_tree("/nowhere") == {}
+    assert any("sleep 777" in line for line in box.processes())
+    box.restart()
+    assert box.processes() == [] and box.exec("cat /hidden_tests/test_a.py").output == "a\n"

@@ -3,7 +3,7 @@
 One sandbox is one long-lived `bwrap` process (its init, in new user, pid, ipc, uts, cgroup and, unless
 the task allows the network, network namespaces) over an overlay: the root file system read-only
 underneath, a writable layer of its own above (a directory of ours, so what changed is read from
-outside: `outside.py`). Every command joins those namespaces with `nsenter`, as root of the sandbox's
+outside: harness.sandbox.overlay). Every command joins those namespaces with `nsenter`, as root of the sandbox's
 user namespace: a capability there is worth nothing on the host. Run by root, the user namespace maps
 uids 0-65535 to the host's own (so the grader's fence can drop to an unprivileged user, as on Docker);
 run by another user, only that user is mapped (it is root inside).
@@ -27,6 +27,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 
 from harness.sandbox.archive import tar_of
+from harness.sandbox import overlay
 from harness.sandbox.bwrap import cgroups, outside, registry
 from harness.sandbox.bwrap.binary import bwrap_path, nsenter_path, usable
 from harness.sandbox.bwrap.rootfs import Rootfs
@@ -341,11 +342,11 @@ class BwrapSandbox:
         if found is None:
             return {}
         mount, inner = found
-        return outside.read_tree([self.upper / mount.key, *mount.lowers], inner)
+        return overlay.read_tree([self.upper / mount.key, *mount.lowers], inner)
 
     def changed_paths(self) -> list[str]:
         points = {mount.dest for mount in self.rootfs.mounts} | {path for _, path in self.rootfs.symlinks}
-        return sorted(changed for mount in self.rootfs.mounts for path in outside.changed_paths(self.upper / mount.key)
+        return sorted(changed for mount in self.rootfs.mounts for path in overlay.changed_paths(self.upper / mount.key)
                       if (changed := mount.dest.rstrip("/") + path) not in points)  # (bwrap's mount points)
 
     # -- lifetime

@@ -1,4 +1,4 @@
-"""The bubblewrap sandbox seen from the host: merged reads over real overlay layers, and what changed.
+"""Overlay layers read from the host (both providers' Freezable): merged reads, and what changed.
 
 The layers are directories made here the way the kernel's overlay leaves them (a whiteout is a character
 device 0/0, an opaque directory carries `user.overlay.opaque`), so the merge rules are checked without a
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.sandbox.bwrap.outside import changed_paths, read_tree
+from harness.sandbox.overlay import changed_paths, read_tree
 
 
 def _whiteout(path: Path) -> None:
