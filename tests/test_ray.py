@@ -63,9 +63,10 @@ def comparable(run: Path) -> tuple[dict[Any, tuple[Any, ...]], dict[Any, bool], 
         rows[key] = (r["exit_reason"], r["steps"], r["patch_sha256"], r["cost_usd"], g.get("status"),
                      g.get("opt_base"), g.get("opt_commit"))
         # Two rounds leave the bootstrap little to go on: the expert's own patch (hm about 1 against the
-        # expert) sits 5% from opt_commit's threshold, which one slow run can cross; so near is unsure too.
+        # expert) sits 5% from opt_commit's threshold, and on two busy cores one slow round moved it by 21%
+        # (0.79 against 1.10 on a rerun); so within 25% of the threshold is unsure too.
         hm = (g.get("opt_stats") or {}).get("hm_speedup_patch_commit")
-        near = hm is not None and abs(hm - (g.get("p") or 0.95)) < 0.1
+        near = hm is not None and abs(hm - (g.get("p") or 0.95)) < 0.25
         unsure[key] = near or any((g.get("uncertain") or {}).values())
     files = sorted(str(p.relative_to(run)) for p in run.rglob("*") if p.is_file() and p.name != "__main__.log")
     return rows, unsure, files

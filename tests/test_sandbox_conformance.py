@@ -285,7 +285,8 @@ def test_close_removes_the_sandbox(name: str) -> None:
         sandbox.exec("true")
 
 
-_CHILD = """import sys, time
+_CHILD = """import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a shell's background job starts with it ignored
 from harness.sandbox.interface import SandboxLimits
 from harness.sandbox.providers import provider
 box = provider(sys.argv[1]).start(sys.argv[2], SandboxLimits())

@@ -13,42 +13,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import platform
 import shutil
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from harness.sandbox.bwrap import rootfs
-from harness.sandbox.bwrap.rootfs import ROOTFS, Mount, Rootfs
+from harness.sandbox.bwrap.rootfs import OWN, ROOT, ROOTFS, SYSTEM, Rootfs, host_rootfs
 from harness.sandbox.interface import BASE_COMMIT_LABEL, ImageBuildError, SandboxLimits
 from harness.sandbox.providers import Progress
 
 if TYPE_CHECKING:
     from harness.tasks.task import Task
 
-SYSTEM = ("usr", "etc", "opt", "lib", "lib32", "lib64", "libx32", "bin", "sbin")  # the host's, never a home
-OWN = ("testbed", "root", "tmp")  # the sandbox's own (the task layer's, then its writes)
-ROOT = "_root"  # the layer's directory for / itself (what is written outside every other mount)
-MASKED = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-")
 GIT_ENV = {"GIT_AUTHOR_NAME": "optrunner", "GIT_AUTHOR_EMAIL": "optrunner@localhost",
            "GIT_COMMITTER_NAME": "optrunner", "GIT_COMMITTER_EMAIL": "optrunner@localhost"}
-
-
-def host_rootfs(name: str, layer: Path, meta: dict[str, Any]) -> Rootfs:
-    """The host's system under a task's layer (`layer`/<dir> above each host directory)."""
-    mounts, links = [Mount("/", (layer / ROOT,))], []
-    for top in SYSTEM:
-        host = Path("/") / top
-        if host.is_symlink():
-            links.append((os.readlink(host), f"/{top}"))
-        elif host.is_dir():
-            mounts.append(Mount(f"/{top}", (layer / top, host)))
-    mounts += [Mount(f"/{top}", (layer / top,)) for top in OWN]
-    masked = tuple(path for path in MASKED if Path(path).exists())
-    return Rootfs(name, tuple(mounts), meta.get("env") or {}, meta.get("workdir") or "/testbed",
-                  meta.get("labels") or {}, tuple(links), masked)
 
 
 def host_identity() -> str:

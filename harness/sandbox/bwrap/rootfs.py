@@ -5,6 +5,8 @@ is exported (`docker export` of a container never started) to ROOTFS/<image id>/
 environment, working directory and labels beside it in meta.json. The directory is keyed by the image's
 content id, so a rebuilt image gets a new one and both providers run the same files. Names (the tags the
 providers hand around) are looked up in ROOTFS/names/, so starting a sandbox needs no Docker at all.
+With `sandbox.rootfs=host` a root file system is instead the host's system directories under a task's
+layer (`host_rootfs`; the layer is built by hostfs.py).
 """
 from __future__ import annotations
 
@@ -24,6 +26,10 @@ from typing import Any
 from harness.sandbox.interface import ImageBuildError, SandboxError
 
 ROOTFS = Path(os.environ.get("OPTRUNNER_ROOTFS_CACHE", Path.home() / ".cache" / "optrunner" / "rootfs"))
+SYSTEM = ("usr", "etc", "opt", "lib", "lib32", "lib64", "libx32", "bin", "sbin")  # the host's, never a home
+OWN = ("testbed", "root", "tmp")  # the sandbox's own (the task layer's, then its writes)
+ROOT = "_root"  # the layer's directory for / itself (what is written outside every other mount)
+MASKED = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-")
 _exporting = threading.Lock()
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -74,10 +80,24 @@ def lookup(name: str) -> Rootfs:
                            "prepares the task's images (run with sandbox.provider=bwrap on a machine with Docker "
                            "once, or use sandbox.rootfs=host)") from None
     if meta.get("kind") == "host":
-        from harness.sandbox.bwrap.hostfs import host_rootfs
         return host_rootfs(name, ROOTFS / ident, meta)
     return Rootfs(name, (Mount("/", (ROOTFS / ident / "rootfs",)),), meta.get("env") or {},
                   meta.get("workdir") or "/", meta.get("labels") or {})
+
+
+def host_rootfs(name: str, layer: Path, meta: dict[str, Any]) -> Rootfs:
+    """The host's system under a task's layer (`layer`/<dir> above each host directory)."""
+    mounts, links = [Mount("/", (layer / ROOT,))], []
+    for top in SYSTEM:
+        host = Path("/") / top
+        if host.is_symlink():
+            links.append((os.readlink(host), f"/{top}"))
+        elif host.is_dir():
+            mounts.append(Mount(f"/{top}", (layer / top, host)))
+    mounts += [Mount(f"/{top}", (layer / top,)) for top in OWN]
+    masked = tuple(path for path in MASKED if Path(path).exists())
+    return Rootfs(name, tuple(mounts), meta.get("env") or {}, meta.get("workdir") or "/testbed",
+                  meta.get("labels") or {}, tuple(links), masked)
 
 
 def current(name: str, image_id: str | None) -> bool:
