@@ -47,7 +47,7 @@ test: images gsobench browser hostpython
 
 # The tests that need no Docker engine (under a minute): config refusals, metrics, parsers, the CLI; spread
 # over the CPUs (they share no state but their own temporary folders).
-unit: venv gsobench browser
+unit: venv gsobench browser hostpython
 	$(PY) -m pytest -q -m "not docker" -n auto
 
 lint: venv
