@@ -60,6 +60,13 @@ def _close_live() -> None:
             close()
         except Exception:  # noqa: BLE001 - at exit nothing more can be done; cleanup finds what is left
             pass
+    # Then every sandbox this process's record names: one whose close() another thread had begun (a worker
+    # closing its rollout's sandbox while the process exits) is no longer tracked, and only its record says
+    # whose it is (as Docker's labels do).
+    try:
+        remove_sandboxes("mine")
+    except OSError:
+        pass
 
 
 def _on_signal(signum: int, _frame: object) -> None:
