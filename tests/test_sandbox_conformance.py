@@ -125,6 +125,9 @@ def test_large_and_binary_output(box: Sandbox) -> None:
 
 
 def test_streams_with_and_without_a_terminal(box: Sandbox) -> None:
+    from harness.sandbox.interface import pin_if_possible
+
+    pin_if_possible(box, "0")  # pinned, as a Ray node pins its rollouts (a bwrap stream once lost its child)
     for tty in (True, False):
         stream = box.open_stream(["bash", "--noprofile", "--norc", "-i" if tty else "-s"], tty=tty)
         try:

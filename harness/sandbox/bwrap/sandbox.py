@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -202,10 +203,10 @@ class BwrapSandbox:
 
     def _in_cgroup(self, argv: list[str]) -> list[str]:
         """`argv` started inside the sandbox's cgroup (before it runs anything), and on its CPUs."""
-        if self._cpus:
-            argv = ["taskset", "-c", self._cpus, *argv]
+        if self._cpus:  # (host programs by their full path: a stream's child is exec'd without a search)
+            argv = [shutil.which("taskset") or "taskset", "-c", self._cpus, *argv]
         if self._cgroup is not None:
-            argv = ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(self._cgroup), *argv]
+            argv = ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(self._cgroup), *argv]
         return argv
 
     def _enter(self, cwd: str) -> list[str]:

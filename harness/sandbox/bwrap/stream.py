@@ -85,7 +85,7 @@ def _spawn_tty(argv: list[str], env: dict[str, str]) -> tuple[int, int]:
     pid, fd = os.forkpty()
     if pid == 0:  # the child: only exec (or exit) after a fork in a threaded process
         try:
-            os.execve(argv[0], argv, env)
+            os.execvpe(argv[0], argv, env)
         finally:
             os._exit(127)
     return pid, fd
