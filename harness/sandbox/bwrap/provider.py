@@ -49,7 +49,7 @@ class BwrapProvider:
             docker.ensure_ready()
         except SandboxUnavailable as err:
             raise SandboxUnavailable(f"the bwrap provider takes task images from Docker, which is not available "
-                                     f"here ({err})") from None
+                                     f"here ({err}); without Docker, use sandbox.rootfs=host") from None
         images = docker.ensure_images(tasks, base_image, progress, base_map)
         names = sorted({name for found in images.values() for name in (found.agent, found.grading, found.base) if name})
         for name in names:
