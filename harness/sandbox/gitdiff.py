@@ -9,7 +9,7 @@ binary files are left out too, as GSO and OpenHands do; a working directory snap
 """
 from __future__ import annotations
 
-from harness.sandbox.interface import DIFF_EXCLUDES
+from harness.sandbox.interface import DIFF_EXCLUDES, NoPatch, Sandbox, SandboxError
 
 DIFF_PATH = "/tmp/.optrunner.diff"  # where the script leaves the patch, read back with read_file
 
@@ -41,3 +41,14 @@ git add -A {"-f " if binary else ""}-- . {excludes}
 {drop_binaries}git diff --cached --no-color --no-renames --no-ext-diff --no-textconv {"--binary " if binary else ""}\
   {base_commit} > {DIFF_PATH}
 """
+
+
+def take_diff(sandbox: Sandbox, base_commit: str | None, git_dir: str | None) -> str:
+    """`Sandbox.diff` for any provider: the script run in `sandbox`, its patch read back. A repository or
+    git the agent broke gives NoPatch (its outcome), a lost sandbox SandboxError."""
+    if not base_commit:
+        raise SandboxError("the image has no base commit label; build it with 'optrunner build'")
+    done = sandbox.exec(diff_script(sandbox.workdir, base_commit, git_dir), timeout=300, cwd="/")
+    if done.exit_code != 0:
+        raise NoPatch(f"git diff failed in the sandbox: {done.output.strip()[-500:]}")
+    return sandbox.read_file(DIFF_PATH).decode("utf-8", errors="replace")

@@ -33,9 +33,9 @@ from harness.sandbox.bwrap import cgroups, outside, registry
 from harness.sandbox.bwrap.binary import bwrap_path, nsenter_path, usable
 from harness.sandbox.bwrap.rootfs import Rootfs
 from harness.sandbox.bwrap.stream import BwrapStream
-from harness.sandbox.gitdiff import DIFF_PATH, diff_script
+from harness.sandbox.gitdiff import take_diff
 from harness.sandbox.interface import (BASE_COMMIT_LABEL, GIT_DIR_LABEL, PINS_LABEL, TESTBED, WORKDIR_LABEL,
-                                       ExecResult, NoPatch, OutputCapture, SandboxError, SandboxLimits,
+                                       ExecResult, OutputCapture, SandboxError, SandboxLimits,
                                        SandboxUnavailable)
 
 KILL_GRACE = 5  # seconds between TERM and KILL inside the sandbox
@@ -308,12 +308,7 @@ class BwrapSandbox:
 
     def diff(self) -> str:
         """The change to the working directory since the base commit (harness.sandbox.gitdiff)."""
-        if not self.base_commit:
-            raise SandboxError("the image has no base commit label; build it with 'optrunner build'")
-        done = self.exec(diff_script(self.workdir, self.base_commit, self.git_dir), timeout=300, cwd="/")
-        if done.exit_code != 0:
-            raise NoPatch(f"git diff failed in the sandbox: {done.output.strip()[-500:]}")
-        return self.read_file(DIFF_PATH).decode("utf-8", errors="replace")
+        return take_diff(self, self.base_commit, self.git_dir)
 
     # -- Pinnable, Freezable
 

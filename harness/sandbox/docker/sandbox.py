@@ -31,9 +31,9 @@ from harness.sandbox.docker.containers import LABEL, OWNER_LABEL, docker_client,
 from harness.sandbox.docker.stream import DockerStream
 from harness.sandbox import overlay
 from harness.sandbox.archive import tar_of
-from harness.sandbox.gitdiff import DIFF_PATH, diff_script
+from harness.sandbox.gitdiff import take_diff
 from harness.sandbox.interface import (BASE_COMMIT_LABEL, GIT_DIR_LABEL, PINS_LABEL, TESTBED, WORKDIR_LABEL,
-                                       ExecResult, NoPatch, OutputCapture, SandboxError, SandboxLimits,
+                                       ExecResult, OutputCapture, SandboxError, SandboxLimits,
                                        close_quietly)
 
 KILL_GRACE = 5  # seconds between TERM and KILL inside the container
@@ -262,12 +262,7 @@ class DockerSandbox:
         """The change to the working directory since the base commit, as a patch `git apply` accepts
         (harness.sandbox.gitdiff: the agent's index, commits and git configuration do not count). A repository
         or git the agent broke gives NoPatch (its outcome), a lost container SandboxError."""
-        if not self.base_commit:
-            raise SandboxError("the image has no base commit label; build it with 'optrunner build'")
-        done = self.exec(diff_script(self.workdir, self.base_commit, self.git_dir), timeout=300, cwd="/")
-        if done.exit_code != 0:
-            raise NoPatch(f"git diff failed in the sandbox: {done.output.strip()[-500:]}")
-        return self.read_file(DIFF_PATH).decode("utf-8", errors="replace")
+        return take_diff(self, self.base_commit, self.git_dir)
 
     def pin(self, cpuset: str) -> None:
         """Move the running container (and every process in it) onto these CPUs, e.g. "1" (`Pinnable`)."""
