@@ -3,32 +3,42 @@
 A sandbox sees the host's system directories (/usr, /etc, /opt, /lib*, and the links /bin -> usr/bin of
 a merged /usr), each as an overlay: read-only underneath, writable into the sandbox's own layer. It sees
 nothing else of the host: no home directory, no /tmp, no /var, no /mnt; the password hashes are masked.
-A task's own layer (its repository at /testbed, what its set-up and install commands changed) is built
-once per task in such a sandbox and cached like an image (ROOTFS/host-<hash>), named `host/task-<id>:<hash>`
-with the inputs' hash and the host's identity in it. Only tasks whose recipe is a folder and commands can
-be built this way; the others (a Dockerfile, a repository's history, a prebuilt image) are refused in
-one line naming what they need.
+A task's own layer is built once in such a sandbox (with the network the host has) and cached like an
+image (ROOTFS/host-<hash>, named `host/<kind>-<id>:<hash>`, the hash covering its inputs and the host's
+identity). What goes into it, per kind of task:
+- a folder task: its repository at /testbed, one fresh commit, its set-up and install commands;
+- a GSO row: /testbed cloned from the row's repository at the base commit (all history, for grading),
+  then two thin layers above, as the Docker provider's images: the history after the base commit cut
+  (where graded base and patch states start) and the agent's (hidden paths removed, the venv every
+  shell's python);
+- a Harbor task: its Dockerfile's instructions over the host (recipe.py), then the working directory
+  snapshotted into a git directory outside it, as the Docker provider's workspace layer.
+A prebuilt image cannot be made this way: refused in one line, as is a Dockerfile step that cannot.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import platform
+import shlex
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.sandbox.bwrap import rootfs
-from harness.sandbox.bwrap.rootfs import OWN, ROOT, ROOTFS, SYSTEM, Rootfs, host_rootfs
-from harness.sandbox.interface import BASE_COMMIT_LABEL, ImageBuildError, SandboxLimits
+from harness.sandbox.bwrap import recipe, rootfs
+from harness.sandbox.bwrap.rootfs import OWN, ROOT, ROOTFS, SYSTEM, host_rootfs, layer_chain
+from harness.sandbox.interface import (BASE_COMMIT_LABEL, GIT_DIR_LABEL, PINS_LABEL, WORKDIR_LABEL, ImageBuildError,
+                                       SandboxLimits, TaskImages)
 from harness.sandbox.providers import Progress
 
 if TYPE_CHECKING:
+    from harness.sandbox.bwrap.sandbox import BwrapSandbox
     from harness.tasks.task import Task
 
-GIT_ENV = {"GIT_AUTHOR_NAME": "optrunner", "GIT_AUTHOR_EMAIL": "optrunner@localhost",
-           "GIT_COMMITTER_NAME": "optrunner", "GIT_COMMITTER_EMAIL": "optrunner@localhost"}
+VERSION = "hostfs-2"  # bump when what a layer holds changes
+Build = Callable[["BwrapSandbox"], tuple[dict[str, str], dict[str, str], str]]  # -> ENV, labels, WORKDIR
 
 
 def host_identity() -> str:
@@ -45,71 +55,203 @@ def host_identity() -> str:
 def refusal(task: "Task") -> str | None:
     """Why `task` cannot be built over the host (one line), or None when it can."""
     if task.environment is not None:
-        return f"task {task.id} is built from a Dockerfile ({task.environment}), which sandbox.rootfs=host cannot run"
-    if task.base_commit:
-        return f"task {task.id} is a commit of a repository's history, built in an image; use sandbox.rootfs=image"
-    if task.prebuilt_image:
+        try:
+            recipe.read(task.environment)
+        except recipe.Refused as why:
+            return f"task {task.id}: {why}"
+        return None
+    if task.prebuilt_image and not task.base_commit:
         return f"task {task.id} comes as a prebuilt image ({task.prebuilt_image}); use sandbox.rootfs=image"
+    if task.reward_check is not None:
+        return f"task {task.id} has no Dockerfile to build its environment from; use sandbox.rootfs=image"
     return None
 
 
-def ensure_layer(task: "Task", progress: Progress = print) -> str:
-    """The name of `task`'s layer over this host, built when it is not cached."""
-    from harness.sandbox.docker.images import IMAGE_ENV, repo_tar, task_image_tag
+def ensure_layers(task: "Task", progress: Progress = print) -> TaskImages:
+    """`task`'s layers over this host (built when not cached), named as the Docker provider's images are."""
+    from harness.sandbox.docker.images import repo_tar, task_image_tag
 
     why = refusal(task)
     if why:
         raise ImageBuildError(why)
-    digest = hashlib.sha256((task_image_tag(task, "host") + host_identity()).encode()).hexdigest()[:16]
-    name = f"host/task-{task.id.lower()}:{digest}"
-    ident = f"host-{digest}"
+    if task.environment is not None:
+        return _harbor(task, progress)
+    inputs = task_image_tag(task, "host")
+    if task.base_commit:
+        grading = _layer(task, "task", inputs, None, f"[{task.id}] building its layer over this host",
+                         lambda box: _from_history(task, box, progress), progress)
+        if not (task.opt_commit or task.agent_hides):
+            return TaskImages(agent=grading, grading=grading)
+        cut = _layer(task, "cut", _cut_script(), grading, f"[{task.id}] history after the base commit cut",
+                     lambda box: _cut(task, box), progress)
+        agent = _layer(task, "agent", "\n".join(task.agent_hides), cut, f"[{task.id}] agent layer",
+                       lambda box: _agent(task, box), progress)
+        return TaskImages(agent=agent, grading=grading, base=cut if task.opt_commit else "")
+    name = _layer(task, "task", inputs, None, f"[{task.id}] building its layer over this host",
+                  lambda box: _from_folder(task, box, repo_tar(task), progress), progress)
+    return TaskImages(agent=name, grading=name)
+
+
+def _layer(task: "Task", kind: str, inputs: str, parent: str | None, say: str, build: Build,
+           progress: Progress) -> str:
+    """The name of a layer over the host (on `parent`'s layers, if any), built by `build` when not cached."""
+    from harness.sandbox.bwrap.sandbox import BwrapSandbox
+
+    parent_ident = json.loads(rootfs.name_file(parent).read_text())["id"] if parent else ""
+    digest = hashlib.sha256("\n".join([VERSION, kind, inputs, host_identity(), parent_ident]).encode()).hexdigest()[:16]
+    name, ident = f"host/{kind}-{task.id.lower()}:{digest}", f"host-{digest}"
     if (ROOTFS / ident / "meta.json").is_file():
         return rootfs.record_name(name, ident).name
-    progress(f"[{task.id}] building its layer over this host")
+    progress(say)
     ROOTFS.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".host-", dir=ROOTFS))
     try:
         for top in (*SYSTEM, *OWN, ROOT):
             (work / top).mkdir()
-        env = {"PATH": rootfs.DEFAULT_PATH, **IMAGE_ENV}  # what a task image's shells get
-        base_commit = _build(task, host_rootfs(name, work, {"env": env}), repo_tar(task), work, progress)
-        meta = {"kind": "host", "name": name, "workdir": "/testbed", "env": env,
-                "labels": {BASE_COMMIT_LABEL: base_commit, "optrunner.task": task.id}}
-        (work / "meta.json").write_text(json.dumps(meta, indent=1))
-        target = ROOTFS / ident
-        if target.exists():
-            shutil.rmtree(target, ignore_errors=True)
-        work.rename(target)
+        under = rootfs.lookup(parent) if parent else None
+        layers = (work, *(layer_chain(parent_ident) if parent else ()))  # (work: empty until the build is done)
+        base_env = under.env if under else {"PATH": rootfs.DEFAULT_PATH}
+        base = host_rootfs(name, layers, {"env": base_env, "workdir": under.workdir if under else "/",
+                                          "labels": under.labels if under else {}})
+        box = BwrapSandbox.start(base, SandboxLimits(network=True, memory="64g", pids=8192))
+        try:
+            env, labels, workdir = build(box)
+            box.stop()
+            for mount in base.mounts:  # the sandbox's writes are the layer
+                written = box.upper / mount.key
+                if written.is_dir():
+                    shutil.rmtree(work / mount.key)
+                    written.rename(work / mount.key)
+        finally:
+            box.close()
+        meta = {"kind": "host", "name": name, "parent": parent_ident, "workdir": workdir, "env": env,
+                "labels": {"optrunner.task": task.id, **labels}}
+        (work / "meta.json").write_text(json.dumps(meta, indent=1))  # last: a half-made layer is not found
+        if (ROOTFS / ident).exists():
+            shutil.rmtree(ROOTFS / ident, ignore_errors=True)
+        work.rename(ROOTFS / ident)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return rootfs.record_name(name, ident).name
 
 
-def _build(task: "Task", base: Rootfs, repository: bytes, layer: Path, progress: Progress) -> str:
-    """Run the task's recipe in a sandbox over `base`; its writes become `layer`. Returns the base commit."""
-    from harness.sandbox.bwrap.sandbox import BwrapSandbox
+def _run(task: "Task", box: "BwrapSandbox", cmd: str, what: str, cwd: str = "/testbed",
+         env: dict[str, str] | None = None) -> str:
+    done = box.exec(cmd, timeout=task.build_timeout, cwd=cwd, env=env)
+    if done.exit_code != 0:
+        raise ImageBuildError(f"task {task.id}: {what} failed over this host's system (exit {done.exit_code})\n"
+                              f"{done.output.strip()[-500:]}")
+    return done.output
 
-    box = BwrapSandbox.start(base, SandboxLimits(network=True, memory="64g", pids=8192))
-    try:
-        box.unpack(repository, "/testbed")
-        done = box.exec("git init -q && git add -A && git commit -q -m 'base commit' && git rev-parse HEAD",
-                        timeout=600, cwd="/testbed", env=GIT_ENV)
-        if done.exit_code != 0:
-            raise ImageBuildError(f"task {task.id}: git init failed\n{done.output.strip()[-500:]}")
-        base_commit = done.output.strip().splitlines()[-1]
-        for kind, commands in (("setup", task.setup_commands), ("install", task.install_steps)):
-            for cmd in commands:
-                progress(f"[{task.id}] {kind}: {cmd.splitlines()[0]}")
-                done = box.exec(cmd, timeout=task.build_timeout, cwd="/testbed")
-                if done.exit_code != 0:
-                    raise ImageBuildError(f"task {task.id}: {kind} command '{cmd}' failed over the host\n"
-                                          f"{done.output.strip()[-500:]}")
-        box.stop()
-        for mount in base.mounts:  # the sandbox's writes are the layer
-            written = box.upper / mount.key
-            if written.is_dir():
-                shutil.rmtree(layer / mount.key)
-                written.rename(layer / mount.key)
-    finally:
-        box.close()
-    return base_commit
+
+def _commands(task: "Task", box: "BwrapSandbox", progress: Progress) -> None:
+    for kind, commands in (("setup", task.setup_commands), ("install", task.install_steps)):
+        for cmd in commands:
+            progress(f"[{task.id}] {kind}: {cmd.splitlines()[0]}")
+            _run(task, box, cmd, f"{kind} command '{cmd}'")
+
+
+def _image_env(box: "BwrapSandbox", task: "Task") -> dict[str, str]:
+    """What a task image's shells get (images.IMAGE_ENV), with the task's venv first when it has one."""
+    from harness.sandbox.docker.images import IMAGE_ENV, VENV
+
+    env = {"PATH": rootfs.DEFAULT_PATH, **IMAGE_ENV}
+    if box.exec(f"test -x {VENV}/bin/python", timeout=60).exit_code == 0:
+        script = f"export VIRTUAL_ENV={VENV}\\nexport PATH={VENV}/bin:$PATH\\n"
+        _run(task, box, f"mkdir -p /etc/profile.d && printf '{script}' > /etc/profile.d/zz-task-venv.sh",
+             "venv activation", cwd="/")
+        env.update({"VIRTUAL_ENV": VENV, "PATH": f"{VENV}/bin:{rootfs.DEFAULT_PATH}"})
+    return env
+
+
+def _from_folder(task: "Task", box: "BwrapSandbox", repository: bytes,
+                 progress: Progress) -> tuple[dict[str, str], dict[str, str], str]:
+    from harness.sandbox.docker.images import GIT_ENV
+
+    box.unpack(repository, "/testbed")
+    head = _run(task, box, "git init -q && git add -A && git commit -q -m 'base commit' && git rev-parse HEAD",
+                "git init", env=GIT_ENV)
+    _commands(task, box, progress)
+    return _image_env(box, task), {BASE_COMMIT_LABEL: head.strip().splitlines()[-1]}, "/testbed"
+
+
+def _from_history(task: "Task", box: "BwrapSandbox",
+                  progress: Progress) -> tuple[dict[str, str], dict[str, str], str]:
+    """/testbed as a clone of the row's repository at the base commit, all history kept (GSO's layout)."""
+    from harness.sandbox.docker.history import repository_tar
+    from harness.sandbox.docker.images import GIT_ENV
+
+    with tempfile.TemporaryFile() as archive:
+        repository_tar(task, archive, "/.optrunner-mirror.git")
+        archive.seek(0)
+        box.unpack(archive.read(), "/")
+    head = _run(task, box, "git clone -q --no-checkout /.optrunner-mirror.git /testbed && cd /testbed && "
+                f"git checkout -q --detach {task.base_commit} && git remote remove origin && "
+                "rm -rf /.optrunner-mirror.git && git rev-parse HEAD", "clone", cwd="/", env=GIT_ENV)
+    _commands(task, box, progress)
+    return {"PATH": rootfs.DEFAULT_PATH}, {BASE_COMMIT_LABEL: head.strip().splitlines()[-1]}, "/testbed"
+
+
+def _cut_script() -> str:
+    from harness.sandbox.docker.agent_image import CUT_HISTORY
+    return CUT_HISTORY
+
+
+def _cut(task: "Task", box: "BwrapSandbox") -> tuple[dict[str, str], dict[str, str], str]:
+    head = _run(task, box, _cut_script(), "history cut").strip().splitlines()[-1]
+    if task.opt_commit and box.exec(f"git cat-file -e {task.opt_commit}", timeout=60).exit_code == 0:
+        raise ImageBuildError(f"task {task.id}: history cut: the expert's commit {task.opt_commit[:12]} is "
+                              "still reachable")
+    return dict(box.rootfs.env), {BASE_COMMIT_LABEL: head}, "/testbed"
+
+
+def _agent(task: "Task", box: "BwrapSandbox") -> tuple[dict[str, str], dict[str, str], str]:
+    if task.agent_hides:
+        _run(task, box, f"rm -rf {' '.join(shlex.quote(p) for p in task.agent_hides)}", "agent layer", cwd="/")
+    env = _image_env(box, task)
+    return env, {BASE_COMMIT_LABEL: box.rootfs.labels[BASE_COMMIT_LABEL]}, "/testbed"
+
+
+def _harbor(task: "Task", progress: Progress) -> TaskImages:
+    """A Harbor task: its Dockerfile's steps over the host, then its working directory snapshotted."""
+    from harness.sandbox.docker.dockerfile import ADAPTED
+    from harness.sandbox.docker.images import GIT_ENV
+    from harness.sandbox.docker.workspace import GIT_DIR, PINS, SNAPSHOT, parse_pins, pins_command
+
+    assert task.environment is not None
+    steps = recipe.read(task.environment)
+    pinned = task.reward_check.pinned if task.reward_check else ()
+    context = sorted(p for p in task.environment.rglob("*") if p.is_file())
+    inputs = hashlib.sha256(b"".join([SNAPSHOT.encode(), PINS.encode(), json.dumps([pinned, steps.adapted]).encode()]
+                                     + [str(p.relative_to(task.environment)).encode() + p.read_bytes()
+                                        for p in context])).hexdigest()
+    if steps.workdir == "/":
+        raise ImageBuildError(f"task {task.id}: the Dockerfile works in / (no WORKDIR); the agent's working "
+                              "directory must be a folder of its own")
+
+    def build(box: "BwrapSandbox") -> tuple[dict[str, str], dict[str, str], str]:
+        for change in steps.adapted:
+            progress(f"[{task.id}] over the host: {change}")
+        env = {"PATH": rootfs.DEFAULT_PATH, **steps.env}
+        for step in steps.steps:
+            progress(f"[{task.id}] {step.text[:100]}")
+            if step.kind == "copy":
+                box.unpack(step.archive, "/")
+                continue
+            done = box.exec(step.command, timeout=task.build_timeout, cwd=step.workdir,
+                            env={"PATH": rootfs.DEFAULT_PATH, **dict(step.env)})
+            if done.exit_code != 0:
+                tail = done.output.strip()[-500:]
+                raise ImageBuildError(f"task {task.id}: '{step.text[:120]}' failed over this host's system (exit "
+                                      f"{done.exit_code}); a step that needs what the host lacks cannot be built "
+                                      f"with sandbox.rootfs=host: use sandbox.rootfs=image\n{tail}")
+        what = "the workspace snapshot"
+        head = _run(task, box, SNAPSHOT.format(git_dir=GIT_DIR, workdir=shlex.quote(steps.workdir)), what, cwd="/",
+                    env=GIT_ENV).strip().splitlines()[-1]
+        pins = parse_pins(_run(task, box, pins_command(steps.workdir, pinned), what, cwd="/"), what) if pinned else {}
+        return env, {BASE_COMMIT_LABEL: head, WORKDIR_LABEL: steps.workdir, GIT_DIR_LABEL: GIT_DIR,
+                     PINS_LABEL: json.dumps(pins, sort_keys=True), ADAPTED: json.dumps(steps.adapted)}, steps.workdir
+
+    name = _layer(task, "harbor", inputs, None, f"[{task.id}] building its environment over this host", build,
+                  progress)
+    return TaskImages(agent=name, grading=name, adapted=tuple(steps.adapted))

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 from harness.sandbox.bwrap import registry, rootfs
 from harness.sandbox.bwrap.binary import bwrap_path, usable
 from harness.sandbox.bwrap.sandbox import BwrapSandbox
-from harness.sandbox.interface import DEFAULT_BASE_IMAGE, SandboxError, SandboxLimits, SandboxUnavailable, TaskImages
+from harness.sandbox.interface import (DEFAULT_BASE_IMAGE, ImageBuildError, SandboxError, SandboxLimits,
+                                       SandboxUnavailable, TaskImages)
 from harness.sandbox.providers import CleanupScope, Progress
 
 if TYPE_CHECKING:
@@ -33,14 +34,14 @@ class BwrapProvider:
     def ensure_images(self, tasks: Sequence["Task"], base_image: str = DEFAULT_BASE_IMAGE,
                       progress: Progress = print, base_map: Mapping[str, str] | None = None,
                       rootfs_from: str = "image") -> dict[str, TaskImages]:
-        if rootfs_from == "host":  # no Docker at all: each task's layer over the host's own system
-            from harness.sandbox.bwrap.hostfs import ensure_layer
+        if rootfs_from == "host":  # no Docker at all: each task's layers over the host's own system
+            from harness.sandbox.bwrap.hostfs import ensure_layers, refusal
             usable()
-            out = {}
-            for task in tasks:
-                name = ensure_layer(task, progress)
-                out[task.id] = TaskImages(agent=name, grading=name)
-            return out
+            for task in tasks:  # every task checked before any is built
+                why = refusal(task)
+                if why:
+                    raise ImageBuildError(why)
+            return {task.id: ensure_layers(task, progress) for task in tasks}
         from harness.sandbox.docker.containers import docker_client
         from harness.sandbox.docker.provider import DockerProvider
 

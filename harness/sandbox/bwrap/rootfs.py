@@ -80,21 +80,33 @@ def lookup(name: str) -> Rootfs:
                            "prepares the task's images (run with sandbox.provider=bwrap on a machine with Docker "
                            "once, or use sandbox.rootfs=host)") from None
     if meta.get("kind") == "host":
-        return host_rootfs(name, ROOTFS / ident, meta)
+        return host_rootfs(name, layer_chain(ident), meta)
     return Rootfs(name, (Mount("/", (ROOTFS / ident / "rootfs",)),), meta.get("env") or {},
                   meta.get("workdir") or "/", meta.get("labels") or {})
 
 
-def host_rootfs(name: str, layer: Path, meta: dict[str, Any]) -> Rootfs:
-    """The host's system under a task's layer (`layer`/<dir> above each host directory)."""
-    mounts, links = [Mount("/", (layer / ROOT,))], []
+def layer_chain(ident: str) -> tuple[Path, ...]:
+    """The layers over the host that ROOTFS/<ident> stands for, the top one first: itself, then its parents
+    (a layer derived from another names it in its meta.json)."""
+    chain: list[Path] = []
+    while ident:
+        if len(chain) > 16 or not (ROOTFS / ident / "meta.json").is_file():
+            raise SandboxError(f"the layer {ident} over the host is incomplete; remove {ROOTFS} to rebuild it")
+        chain.append(ROOTFS / ident)
+        ident = json.loads((ROOTFS / ident / "meta.json").read_text()).get("parent") or ""
+    return tuple(chain)
+
+
+def host_rootfs(name: str, layers: tuple[Path, ...], meta: dict[str, Any]) -> Rootfs:
+    """The host's system under a task's layers (each layer's <dir> above each host directory; the top first)."""
+    mounts, links = [Mount("/", tuple(layer / ROOT for layer in layers))], []
     for top in SYSTEM:
         host = Path("/") / top
         if host.is_symlink():
             links.append((os.readlink(host), f"/{top}"))
         elif host.is_dir():
-            mounts.append(Mount(f"/{top}", (layer / top, host)))
-    mounts += [Mount(f"/{top}", (layer / top,)) for top in OWN]
+            mounts.append(Mount(f"/{top}", (*(layer / top for layer in layers), host)))
+    mounts += [Mount(f"/{top}", tuple(layer / top for layer in layers)) for top in OWN]
     masked = tuple(path for path in MASKED if Path(path).exists())
     return Rootfs(name, tuple(mounts), meta.get("env") or {}, meta.get("workdir") or "/testbed",
                   meta.get("labels") or {}, tuple(links), masked)
@@ -171,11 +183,14 @@ def _unpack(client: Any, name: str, target: Path) -> None:
 def pack(name: str) -> bytes:
     """The directory named `name`, with its meta and its name, as one tar (for another machine's cache)."""
     ident = json.loads(name_file(name).read_text())["id"]
+    meta = json.loads((ROOTFS / ident / "meta.json").read_text())
+    idents = [layer.name for layer in layer_chain(ident)] if meta.get("kind") == "host" else [ident]
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        tar.add(str(ROOTFS / ident), arcname=ident)
+        for one in idents:  # (a layer over the host travels with the layers it is made on)
+            tar.add(str(ROOTFS / one), arcname=one)
         info = tarfile.TarInfo("name.json")
-        record = json.dumps({"name": name, "id": ident}).encode()
+        record = json.dumps({"name": name, "id": ident, "ids": idents}).encode()
         info.size = len(record)
         tar.addfile(info, io.BytesIO(record))
     return buf.getvalue()
@@ -186,10 +201,14 @@ def unpack(data: bytes) -> None:
     ROOTFS.mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         named = json.load(tar.extractfile("name.json"))  # type: ignore[arg-type]
-        if not (ROOTFS / named["id"] / "meta.json").is_file():
+        for ident in named.get("ids") or [named["id"]]:
+            if (ROOTFS / ident / "meta.json").is_file():
+                continue
             work = Path(tempfile.mkdtemp(prefix=".import-", dir=ROOTFS))
-            members = [m for m in tar.getmembers() if m.name.split("/")[0] == named["id"]]
+            members = [m for m in tar.getmembers() if m.name.split("/")[0] == ident]
             tar.extractall(work, members=members, numeric_owner=True, filter="tar")
-            (work / named["id"]).rename(ROOTFS / named["id"])
+            if (ROOTFS / ident).exists():  # a half-made one from an earlier try
+                shutil.rmtree(ROOTFS / ident, ignore_errors=True)
+            (work / ident).rename(ROOTFS / ident)
             shutil.rmtree(work, ignore_errors=True)
     record_name(named["name"], named["id"])

@@ -63,20 +63,31 @@ def ensure_workspace_image(client: docker.DockerClient, task: Task, image: str, 
                        env=GIT_ENV).strip().splitlines()[-1]
         pins: dict[str, str] = {}
         if pinned:
-            tests = " -o ".join(f"-name {shlex.quote(g)} -o -path {shlex.quote('./' + g)}" for g in pinned)
-            out = run_step(container, PINS.format(workdir=shlex.quote(workdir), tests=tests), what)
-            if "optrunner-pins-done" not in out:
-                raise ImageBuildError(f"{what}: could not hash the pinned files (find, sha256sum): {out[-300:]}")
-            for line in out.splitlines():
-                digest, sep, path = line.partition("  ")
-                if sep and len(digest) == 64:
-                    pins[posixpath.normpath(path)] = digest
+            pins = parse_pins(run_step(container, pins_command(workdir, pinned), what), what)
         commit_image(container, tag, {}, {LABEL: "task", "optrunner.task": task.id, BASE_COMMIT_LABEL: sha,
                                           WORKDIR_LABEL: workdir, GIT_DIR_LABEL: GIT_DIR,
                                           PINS_LABEL: json.dumps(pins, sort_keys=True)}, workdir=workdir)
     finally:
         container.remove(force=True)
     return tag
+
+
+def pins_command(workdir: str, pinned: tuple[str, ...] | list[str]) -> str:
+    """The shell command that hashes the files `pinned` names under `workdir` (parse_pins reads its output)."""
+    tests = " -o ".join(f"-name {shlex.quote(g)} -o -path {shlex.quote('./' + g)}" for g in pinned)
+    return PINS.format(workdir=shlex.quote(workdir), tests=tests)
+
+
+def parse_pins(out: str, what: str) -> dict[str, str]:
+    """Working-directory path -> sha256 from pins_command's output."""
+    if "optrunner-pins-done" not in out:
+        raise ImageBuildError(f"{what}: could not hash the pinned files (find, sha256sum): {out[-300:]}")
+    pins: dict[str, str] = {}
+    for line in out.splitlines():
+        digest, sep, path = line.partition("  ")
+        if sep and len(digest) == 64:
+            pins[posixpath.normpath(path)] = digest
+    return pins
 
 
 def pins_of(client: docker.DockerClient, image: str) -> dict[str, str]:
