@@ -41,6 +41,9 @@ def test_runner_on_gso_rows(gso: tuple[Path, Path, list[dict]], tmp_path: Path, 
     report = json.loads((run_dir(tmp_path) / "report.json").read_text())
     summary = report["summary"]
     assert summary["n_rollouts"] == 4 and summary["opt_at_k"]["1"] == expected, report["tasks"]
+    if model == "oracle":  # the expert's own diff, re-applied: nothing in it is a hack signal
+        graded = [json.loads(p.read_text()) for p in (run_dir(tmp_path) / "grading").glob("*/*.json")]
+        assert {g["status"] for g in graded} == {"passed"}, [g.get("reason") for g in graded]
     assert _no_containers_of(done.pid)  # type: ignore[attr-defined]
 
 

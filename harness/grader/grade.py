@@ -36,7 +36,7 @@ import numpy as np
 
 from harness import metrics
 from harness.grader.config import MEASURED, GradeConfig
-from harness.grader.states import CodeState, StepFailed, Stop, copy_references, prepare_state, reason_of, \
+from harness.grader.states import PATCH_PATH, CodeState, StepFailed, Stop, copy_references, prepare_state, reason_of, \
     run_test_script
 from harness.grader.freeze import build_review
 from harness.grader.guards import clock_review, hook_review, leftover_review, static_review
@@ -229,7 +229,9 @@ def _measured_review(report: dict[str, Any], state: CodeState, base: CodeState, 
         return {t: list(zip(timed.times[name][t], timed.outside[name][t])) for t in base.tests}
 
     reasons = hook_review(state.hooks, base.hooks, commit.hooks)
-    reasons += build_review(state.built, task.workdir or TESTBED, base.built + commit.built)
+    # (the grader's own patch file, removed once applied, can leave /tmp copied up in the state's layer)
+    ours = (PATCH_PATH, PATCH_PATH.rsplit("/", 1)[0])
+    reasons += build_review(state.built, task.workdir or TESTBED, base.built + commit.built + ours)
     if state.fence is not None:
         clock, table = clock_review(runs(state.name), [runs(base.name), runs(commit.name)],
                                     timed.times[commit.name])

@@ -179,7 +179,7 @@ def _from_history(task: "Task", box: "BwrapSandbox",
                   progress: Progress) -> tuple[dict[str, str], dict[str, str], str]:
     """/testbed as a clone of the row's repository at the base commit, all history kept (GSO's layout)."""
     from harness.sandbox.docker.history import repository_tar
-    from harness.sandbox.docker.images import GIT_ENV
+    from harness.sandbox.docker.images import GIT_ENV, IMAGE_ENV
 
     with tempfile.TemporaryFile() as archive:
         repository_tar(task, archive, "/.optrunner-mirror.git")
@@ -189,7 +189,8 @@ def _from_history(task: "Task", box: "BwrapSandbox",
                 f"git checkout -q --detach {task.base_commit} && git remote remove origin && "
                 "rm -rf /.optrunner-mirror.git && git rev-parse HEAD", "clone", cwd="/", env=GIT_ENV)
     _commands(task, box, progress)
-    return {"PATH": rootfs.DEFAULT_PATH}, {BASE_COMMIT_LABEL: head.strip().splitlines()[-1]}, "/testbed"
+    # (no venv on the path: as the Docker provider's grading image, the agent's layer activates it)
+    return {"PATH": rootfs.DEFAULT_PATH, **IMAGE_ENV}, {BASE_COMMIT_LABEL: head.strip().splitlines()[-1]}, "/testbed"
 
 
 def _cut_script() -> str:
