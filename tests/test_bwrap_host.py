@@ -1,22 +1,29 @@
-"""`sandbox.provider=bwrap sandbox.rootfs=host`: a whole run with no Docker engine reachable.
+"""`sandbox.provider=bwrap sandbox.rootfs=host`: whole runs with no Docker engine reachable.
 
-The task's layer is built over the host's own system (its python3 and numpy: `.ci/run` installs
-Debian's python3-numpy, as the task images have), the rollouts and the grading run in bubblewrap
-sandboxes, and nothing is left behind.
+The tasks' layers are built over the host's own system (its python3, gcc and numpy: `.ci/run` installs
+Debian's python3-numpy, as the task images have): a folder task, Harbor directories (their Dockerfiles
+applied over the host) and GSO rows (their repositories at the base commit). The rollouts and the
+grading run in bubblewrap sandboxes, and nothing is left behind.
 """
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from harness.sandbox.bwrap import registry
+from harness.sandbox.bwrap.rootfs import OWN, ROOT, ROOTFS, SYSTEM, host_rootfs
+from harness.sandbox.bwrap.sandbox import BwrapSandbox
 from harness.sandbox.interface import SandboxUnavailable
 from harness.sandbox.providers import provider
+from harness.tasks import select_tasks
 from tests.conftest import write_task
-from tests.test_runner import runner
+from tests.gso_rows import make_gso
+from tests.test_runner import FAST, SLOW, runner
 
+HARBOR = Path(__file__).parent / "fixtures" / "harbor"
 NO_DOCKER = {"DOCKER_HOST": "unix:///nonexistent/docker.sock"}  # any call to an engine fails
 
 
@@ -37,8 +44,29 @@ def _ours(pid: int) -> list[Path]:
     return [d for d in registry.STATE.glob("sbx-*") if registry.read_meta(d).get("owner") == f"{host}:{pid}"]
 
 
+def _layers_of(task_ids: set[str]) -> set[Path]:
+    """The layers over the host built for these tasks (under construction too: a hidden one is a build)."""
+    found = set(ROOTFS.glob(".host-*")) if ROOTFS.is_dir() else set()
+    for meta in ROOTFS.glob("host-*/meta.json"):
+        if json.loads(meta.read_text()).get("labels", {}).get("optrunner.task") in task_ids:
+            found.add(meta.parent)
+    return found
+
+
+def test_a_tasks_layer_is_above_the_hosts_files(tmp_path: Path) -> None:
+    layer = tmp_path / "layer"
+    for top in (*SYSTEM, *OWN, ROOT):
+        (layer / top).mkdir(parents=True)
+    (layer / "etc" / "passwd").write_text("from-the-layer\n")
+    box = BwrapSandbox.start(host_rootfs("t", (layer,), {}))
+    try:
+        assert box.exec("head -1 /etc/passwd").output.strip() == "from-the-layer"
+    finally:
+        box.close()
+
+
 def test_a_run_over_the_hosts_system_needs_no_docker(tmp_path: Path) -> None:
-    write_task(tmp_path / "tasks", "hosttiny")
+    write_task(tmp_path / "tasks", "hosttiny", slow_src=SLOW, fast_src=FAST)  # (sleeps: verdicts a busy machine keeps)
     common = [f"tasks.selector={tmp_path / 'tasks'}", "scaffold=mini_swe", "rollouts=1", "sandbox=bwrap",
               "sandbox.rootfs=host", "grading.rounds=2"]
     for model, expected in (("oracle", 1.0), ("noop", 0.0)):
@@ -50,9 +78,55 @@ def test_a_run_over_the_hosts_system_needs_no_docker(tmp_path: Path) -> None:
         assert _ours(done.pid) == []  # type: ignore[attr-defined]
 
 
-def test_tasks_that_need_an_image_are_refused_in_one_line(tmp_path: Path) -> None:
-    fixtures = Path(__file__).parent / "fixtures" / "harbor"
-    done = runner("tasks=harbor", f"tasks.path={fixtures}", "model=noop", "rollouts=1", "sandbox=bwrap",
+def test_harbor_tasks_build_over_the_hosts_system(tmp_path: Path) -> None:
+    """A C task (RUN make) and a reward.json task, their Dockerfiles applied over the host's own system."""
+    tasks = tmp_path / "tasks"
+    for name in ("ctiming", "wordstats"):
+        shutil.copytree(HARBOR / name, tasks / name)
+    done = runner("tasks=harbor", f"tasks.path={tasks}", "model=oracle", "scaffold=mini_swe", "rollouts=1",
+                  "sandbox=bwrap", "sandbox.rootfs=host", "grading.rounds=2", "name=h", out=tmp_path / "out",
+                  env=NO_DOCKER, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    run = tmp_path / "out" / "runs" / "h"
+    graded = {p.parent.name: json.loads(p.read_text()) for p in (run / "grading").glob("*/0.json")}
+    assert {t: g["status"] for t, g in graded.items()} == {"ctiming": "passed", "wordstats": "passed"}
+    assert graded["wordstats"]["reward"] == 1.0
+    adapted = json.loads((run / "report.json").read_text())["provenance"]["adapted"]
+    assert adapted["ctiming"] == ["FROM debian:bookworm-slim -> this host's system (sandbox.rootfs=host)"]
+    assert _ours(done.pid) == []  # type: ignore[attr-defined]
+
+
+def test_a_recipe_the_host_cannot_build_is_refused_before_anything_is_built(tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks"
+    shutil.copytree(HARBOR / "wordstats", tasks / "wordstats")
+    shutil.copytree(HARBOR / "sortcount", tasks / "sortcount")
+    dockerfile = tasks / "wordstats" / "environment" / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text() + "RUN apt-get update && apt-get install -y optrunner-no-such-pkg\n")
+    before = _layers_of({"wordstats", "sortcount"})
+    done = runner("tasks=harbor", f"tasks.path={tasks}", "model=noop", "rollouts=1", "sandbox=bwrap",
                   "sandbox.rootfs=host", out=tmp_path / "out", env=NO_DOCKER, timeout=120)
     assert done.returncode != 0 and "Traceback" not in done.stderr
-    assert "which sandbox.rootfs=host cannot run" in done.stderr, done.stderr[-1000:]
+    assert "installs system packages this host lacks (optrunner-no-such-pkg)" in done.stderr, done.stderr[-1000:]
+    # (sortcount comes first and could be built: every task is checked before any is)
+    assert _layers_of({"wordstats", "sortcount"}) == before
+
+
+def test_gso_rows_build_over_the_host_and_the_agent_sees_no_expert(tmp_path: Path) -> None:
+    rows, mirror, raw = make_gso(tmp_path / "gso")
+    done = runner("tasks=gso", f"tasks.dataset={rows}", f"tasks.repo_mirror={mirror}", "model=oracle",
+                  "scaffold=mini_swe", "rollouts=1", "sandbox=bwrap", "sandbox.rootfs=host", "grading.rounds=2",
+                  "name=g", out=tmp_path / "out", env=NO_DOCKER, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    run = tmp_path / "out" / "runs" / "g"
+    assert json.loads((run / "report.json").read_text())["summary"]["opt_at_k"]["1"] == 1.0
+    assert {json.loads(p.read_text())["status"] for p in (run / "grading").glob("*/0.json")} == {"passed"}
+    tasks = select_tasks(str(rows), "gso", repo_mirror=str(mirror))
+    images = provider("bwrap").ensure_images(tasks, progress=lambda _m: None, rootfs_from="host")  # (cached)
+    for task, row in zip(tasks, raw):
+        with provider("bwrap").start(images[task.id].grading) as box:  # all history, for grading
+            assert box.exec(f"git cat-file -e {row['opt_commit']}").exit_code == 0
+        for name in (images[task.id].agent, images[task.id].base):  # the layers stacked on it
+            with provider("bwrap").start(name) as box:
+                assert box.exec(f"git cat-file -e {row['opt_commit']}").exit_code != 0
+                assert box.exec("git rev-parse HEAD").output.strip() == row["base_commit"]
+                assert box.exec("git rev-list --all | wc -l").output.strip() == "1"

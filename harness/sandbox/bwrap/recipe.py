@@ -122,7 +122,10 @@ def system_packages(command: str, text: str, has: Callable[[list[str]], list[str
         raise Refused(f"'{_short(text)}' installs system packages this host lacks ({', '.join(missing)}); "
                       "install them on the host or use sandbox.rootfs=image")
     said = f"apt-get install {' '.join(packages)}" if packages else "apt-get"
-    return _APT.sub("true", command), [f"{said}: already on this host, not run"]
+    def replaced(match: re.Match[str]) -> str:  # (the whitespace before the next operator stays)
+        text = match.group(0)
+        return "true" + text[len(text.rstrip()):]
+    return _APT.sub(replaced, command), [f"{said}: already on this host, not run"]
 
 
 def _short(text: str, width: int = 90) -> str:

@@ -135,7 +135,8 @@ class BwrapSandbox:
             upper, work = self.upper / mount.key, self.work / mount.key
             upper.mkdir(parents=True, exist_ok=True)
             work.mkdir(parents=True, exist_ok=True)
-            args += [arg for lower in mount.lowers for arg in ("--overlay-src", str(lower))]
+            # (bwrap stacks each --overlay-src above the ones before it: the top layer comes last)
+            args += [arg for lower in reversed(mount.lowers) for arg in ("--overlay-src", str(lower))]
             args += ["--overlay", str(upper), str(work), mount.dest]
         for target, path in self.rootfs.symlinks:
             args += ["--symlink", target, path]
