@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.sandbox.bwrap import registry
+from harness.sandbox.bwrap import registry, rootfs
 from harness.sandbox.bwrap.rootfs import OWN, ROOT, ROOTFS, SYSTEM, host_rootfs
 from harness.sandbox.bwrap.sandbox import BwrapSandbox
 from harness.sandbox.interface import SandboxUnavailable
@@ -111,7 +111,8 @@ def test_a_recipe_the_host_cannot_build_is_refused_before_anything_is_built(tmp_
     assert _layers_of({"wordstats", "sortcount"}) == before
 
 
-def test_gso_rows_build_over_the_host_and_the_agent_sees_no_expert(tmp_path: Path) -> None:
+def test_gso_rows_build_over_the_host_and_the_agent_sees_no_expert(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     rows, mirror, raw = make_gso(tmp_path / "gso")
     done = runner("tasks=gso", f"tasks.dataset={rows}", f"tasks.repo_mirror={mirror}", "model=oracle",
                   "scaffold=mini_swe", "rollouts=1", "sandbox=bwrap", "sandbox.rootfs=host", "grading.rounds=2",
@@ -130,3 +131,14 @@ def test_gso_rows_build_over_the_host_and_the_agent_sees_no_expert(tmp_path: Pat
                 assert box.exec(f"git cat-file -e {row['opt_commit']}").exit_code != 0
                 assert box.exec("git rev-parse HEAD").output.strip() == row["base_commit"]
                 assert box.exec("git rev-list --all | wc -l").output.strip() == "1"
+    # Another machine's cache (a Ray node): the agent's layer travels with the layers below it, and its
+    # cut still hides the history (the overlay's opaque directories travel too).
+    task, row = tasks[0], raw[0]
+    packed = provider("bwrap").export_image(images[task.id].agent)
+    monkeypatch.setattr(rootfs, "ROOTFS", tmp_path / "elsewhere")
+    assert not provider("bwrap").has_image(images[task.id].agent)
+    provider("bwrap").import_image(packed)
+    assert len(list((tmp_path / "elsewhere").glob("host-*"))) == 3  # agent, cut, grading
+    with provider("bwrap").start(images[task.id].agent) as box:
+        assert box.exec(f"git cat-file -e {row['opt_commit']}").exit_code != 0
+        assert box.exec("git rev-parse HEAD").output.strip() == row["base_commit"]

@@ -11,12 +11,10 @@ layer (`host_rootfs`; the layer is built by hostfs.py).
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import shutil
 import subprocess
-import tarfile
 import tempfile
 import threading
 from dataclasses import dataclass, field
@@ -180,35 +178,43 @@ def _unpack(client: Any, name: str, target: Path) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
+# GNU tar, not tarfile: it keeps the overlay's own xattrs (an opaque directory of a layer hides what is
+# below it) and the files' modes as they are, and defers the links it extracts until the end, so an
+# archive cannot write through a link it made.
+_TAR = ["--numeric-owner", "--xattrs", "--xattrs-include=user.overlay.*", "--xattrs-include=trusted.overlay.*"]
+
+
 def pack(name: str) -> bytes:
     """The directory named `name`, with its meta and its name, as one tar (for another machine's cache)."""
     ident = json.loads(name_file(name).read_text())["id"]
     meta = json.loads((ROOTFS / ident / "meta.json").read_text())
     idents = [layer.name for layer in layer_chain(ident)] if meta.get("kind") == "host" else [ident]
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for one in idents:  # (a layer over the host travels with the layers it is made on)
-            tar.add(str(ROOTFS / one), arcname=one)
-        info = tarfile.TarInfo("name.json")
-        record = json.dumps({"name": name, "id": ident, "ids": idents}).encode()
-        info.size = len(record)
-        tar.addfile(info, io.BytesIO(record))
-    return buf.getvalue()
+    with tempfile.TemporaryDirectory(prefix="optrunner-pack-") as tmp:
+        (Path(tmp) / "name.json").write_text(json.dumps({"name": name, "id": ident, "ids": idents}))
+        # (a layer over the host travels with the layers it is made on)
+        done = subprocess.run(["tar", "-c", *_TAR, "-C", tmp, "name.json", "-C", str(ROOTFS), *idents],
+                              capture_output=True)
+    if done.returncode != 0:
+        raise SandboxError(f"packing {name} failed: {done.stderr.decode(errors='replace').strip()[-300:]}")
+    return done.stdout
 
 
 def unpack(data: bytes) -> None:
     """Put a `pack`ed directory into this machine's cache and name it."""
     ROOTFS.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        named = json.load(tar.extractfile("name.json"))  # type: ignore[arg-type]
+    work = Path(tempfile.mkdtemp(prefix=".import-", dir=ROOTFS))
+    try:
+        done = subprocess.run(["tar", "-x", *_TAR, "-C", str(work)], input=data, capture_output=True)
+        if done.returncode != 0:
+            raise SandboxError(f"unpacking a root file system failed: "
+                               f"{done.stderr.decode(errors='replace').strip()[-300:]}")
+        named = json.loads((work / "name.json").read_text())
         for ident in named.get("ids") or [named["id"]]:
-            if (ROOTFS / ident / "meta.json").is_file():
+            if (ROOTFS / ident / "meta.json").is_file() or not (work / ident / "meta.json").is_file():
                 continue
-            work = Path(tempfile.mkdtemp(prefix=".import-", dir=ROOTFS))
-            members = [m for m in tar.getmembers() if m.name.split("/")[0] == ident]
-            tar.extractall(work, members=members, numeric_owner=True, filter="tar")
             if (ROOTFS / ident).exists():  # a half-made one from an earlier try
                 shutil.rmtree(ROOTFS / ident, ignore_errors=True)
             (work / ident).rename(ROOTFS / ident)
-            shutil.rmtree(work, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     record_name(named["name"], named["id"])
