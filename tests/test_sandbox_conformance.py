@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import secrets
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -224,6 +225,28 @@ def test_the_hosts_files_are_out_of_reach(box: Sandbox, tmp_path: Path) -> None:
     box.exec(f"mkdir -p {tmp_path} && echo sandbox > {marker}; echo x >> /etc/hostname")
     assert marker.read_text() == "host\n"  # and writing there changes nothing here
     assert "x" not in Path("/etc/hostname").read_text().split()
+
+
+DEVICES = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/tty")
+
+
+def test_the_hosts_device_nodes_are_out_of_reach(box: Sandbox) -> None:
+    """Root inside may use the device nodes but not change the host's (bwrap binds the host's own)."""
+    before = {dev: os.stat(dev) for dev in DEVICES if os.path.exists(dev)}
+    try:
+        done = box.exec("echo x > /dev/null && head -c 4 /dev/zero | wc -c && "
+                        + "; ".join(f"chmod 600 {dev} 2>/dev/null; chown 1:1 {dev} 2>/dev/null" for dev in before)
+                        + "; stat -c %a /dev/shm")
+        assert done.output.split()[0] == "4" and done.output.split()[-1] == "1777", done.output  # /dev/shm as Docker's
+        for dev, was in before.items():
+            now = os.stat(dev)
+            assert (now.st_mode, now.st_uid, now.st_gid) == (was.st_mode, was.st_uid, was.st_gid), dev
+    finally:  # (a provider that fails this must not leave this machine's devices changed)
+        for dev, was in before.items():
+            now = os.stat(dev)
+            if (now.st_mode, now.st_uid, now.st_gid) != (was.st_mode, was.st_uid, was.st_gid):
+                os.chmod(dev, stat.S_IMODE(was.st_mode))
+                os.chown(dev, was.st_uid, was.st_gid)
 
 
 def test_other_sandboxes_are_invisible(name: str, box: Sandbox) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import shlex
 import shutil
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from harness.sandbox.bwrap.sandbox import BwrapSandbox
     from harness.tasks.task import Task
 
-VERSION = "hostfs-2"  # bump when what a layer holds changes
+VERSION = "hostfs-3"  # bump when what a layer holds changes
 Build = Callable[["BwrapSandbox"], tuple[dict[str, str], dict[str, str], str]]  # -> ENV, labels, WORKDIR
 
 
@@ -108,6 +109,7 @@ def _layer(task: "Task", kind: str, inputs: str, parent: str | None, say: str, b
     try:
         for top in (*SYSTEM, *OWN, ROOT):
             (work / top).mkdir()
+        os.chmod(work / "tmp", 0o1777)  # (as an image's /tmp: the fenced test processes write there)
         under = rootfs.lookup(parent) if parent else None
         layers = (work, *(layer_chain(parent_ident) if parent else ()))  # (work: empty until the build is done)
         base_env = under.env if under else {"PATH": rootfs.DEFAULT_PATH}

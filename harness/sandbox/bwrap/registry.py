@@ -110,14 +110,21 @@ def kill_init(pid: int, pidns: int, wait_s: float = 10.0) -> None:
 
 
 def remove_tree(directory: Path) -> None:
-    """Remove a sandbox's directory, also the unwritable directories a process inside left."""
-    def writable_then_retry(func: Callable[[str], object], path: str, _exc: object) -> None:
-        parent = os.path.dirname(path)
+    """Remove a sandbox's directory, also the unwritable directories a process inside (or the overlay's
+    own work directory, mode 000) left."""
+    tried: set[str] = set()
+
+    def writable_then_retry(func: Callable[..., object], path: str, _exc: object) -> None:
+        if path in tried:  # (made writable once and still failing: leave it, as the rest is removed)
+            return
+        tried.add(path)
         try:
-            os.chmod(parent, stat.S_IRWXU)
+            os.chmod(os.path.dirname(path), stat.S_IRWXU)
             if os.path.isdir(path) and not os.path.islink(path):
                 os.chmod(path, stat.S_IRWXU)
-            func(path)
+                shutil.rmtree(path, onerror=writable_then_retry)
+            else:
+                os.unlink(path)
         except OSError:
             pass
 

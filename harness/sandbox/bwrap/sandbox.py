@@ -29,7 +29,7 @@ from typing import IO
 
 from harness.sandbox.archive import tar_of
 from harness.sandbox import overlay
-from harness.sandbox.bwrap import cgroups, outside, registry
+from harness.sandbox.bwrap import cgroups, devices, outside, registry
 from harness.sandbox.bwrap.binary import bwrap_path, nsenter_path, usable
 from harness.sandbox.bwrap.rootfs import Rootfs
 from harness.sandbox.bwrap.stream import BwrapStream
@@ -101,7 +101,8 @@ class BwrapSandbox:
             else ["--unshare-net"]
         argv = [bwrap_path(), "--unshare-user", "--userns-block-fd", str(block_r), "--info-fd", str(info_w),
                 "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try", *self._mounts(),
-                "--proc", "/proc", "--dev", "/dev", *network, "--hostname", "optrunner", "--chdir", "/",
+                "--proc", "/proc", "--dev", "/dev", *devices.own(self.directory), *devices.SHM, *network,
+                "--hostname", "optrunner", "--chdir", "/",
                 "--cap-drop", "ALL", *[arg for cap in CAPS for arg in ("--cap-add", cap)], "--", "sleep", "infinity"]
         log = open(self.directory / "bwrap.log", "wb")
         try:
@@ -189,7 +190,9 @@ class BwrapSandbox:
         """A System V segment no process holds is removed (no cache across a grader's fenced runs), as on
         Docker; set from the host in the sandbox's own IPC namespace (root only; else left as it is)."""
         if os.geteuid() == 0:
-            subprocess.run([nsenter_path(), "-t", str(self._init), "-i", "--", "sh", "-c",
+            # (by another user, the ipc namespace is joined through the sandbox's user namespace)
+            into = ["-i"] if os.getuid() == 0 else ["-U", "--preserve-credentials", "-i"]
+            subprocess.run([nsenter_path(), "-t", str(self._init), *into, "--", "sh", "-c",
                             "echo 1 > /proc/sys/kernel/shm_rmid_forced"], capture_output=True, env=_host_env())
 
     def _log_line(self) -> str:
@@ -216,8 +219,11 @@ class BwrapSandbox:
             raise SandboxError("sandbox is closed")
         if not self._alive():
             raise SandboxError("the sandbox's init is gone (the sandbox stopped)")
-        return self._in_cgroup([nsenter_path(), "-t", str(self._init), "-U", "-m", "-p", "-n", "-i", "-u", "-r",
-                                f"--wdns={cwd}", "--"])
+        # Run by another user, nsenter keeps that user's ids (root inside: the only ones mapped) rather than
+        # call setgroups, which an unprivileged user namespace denies.
+        keep = [] if os.getuid() == 0 else ["--preserve-credentials"]
+        return self._in_cgroup([nsenter_path(), "-t", str(self._init), "-U", *keep, "-m", "-p", "-n", "-i", "-u",
+                                "-r", f"--wdns={cwd}", "--"])
 
     def _env(self, env: Mapping[str, str] | None) -> dict[str, str]:
         return {"HOME": "/root", "HOSTNAME": "optrunner", **self.rootfs.env, **(env or {})}
@@ -342,7 +348,8 @@ class BwrapSandbox:
         return overlay.read_tree([self.upper / mount.key, *mount.lowers], inner)
 
     def changed_paths(self) -> list[str]:
-        points = {mount.dest for mount in self.rootfs.mounts} | {path for _, path in self.rootfs.symlinks}
+        points = ({mount.dest for mount in self.rootfs.mounts} | {path for _, path in self.rootfs.symlinks}
+                  | {"/proc", "/dev"})
         return sorted(changed for mount in self.rootfs.mounts for path in overlay.changed_paths(self.upper / mount.key)
                       if (changed := mount.dest.rstrip("/") + path) not in points)  # (bwrap's mount points)
 

@@ -1,0 +1,33 @@
+"""A sandbox's /dev: device nodes of its own where bwrap's would be the host's.
+
+bwrap's `--dev` binds the host's own /dev/null, /dev/zero, ... into the sandbox. Run by root, root inside
+is the host's root, and a `chmod 600 /dev/null` there would change the host's node (every later user of
+the machine then fails to open it). So a sandbox run by root gets nodes made in its own directory (as
+Docker makes a container's), bound over bwrap's. Run by another user, the host's nodes belong to a user
+not mapped inside, which cannot change them: bwrap's stay.
+"""
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+NODES = {"null": (1, 3), "zero": (1, 5), "full": (1, 7), "random": (1, 8), "urandom": (1, 9), "tty": (5, 0)}
+SHM = ("--perms", "1777", "--tmpfs", "/dev/shm")  # /dev/shm as Docker's: a tmpfs anyone may write
+
+
+def own(directory: Path) -> list[str]:
+    """bwrap's arguments binding device nodes made under `directory` over the host's (run by root)."""
+    if os.getuid() != 0:
+        return []
+    folder = directory / "dev"
+    folder.mkdir(exist_ok=True)
+    args = []
+    for name, (major, minor) in NODES.items():
+        node = folder / name
+        if not node.exists():  # (a restart keeps them)
+            os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(major, minor))
+        os.chown(node, 0, 0)  # (past the umask, and whatever the sandbox did to it before a restart)
+        os.chmod(node, 0o666)
+        args += ["--dev-bind", str(node), f"/dev/{name}"]
+    return args
