@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import gpus
 from harness.grader.reward import read_reward
 from harness.sandbox.docker.dockerfile import from_images, rewrite
 from harness.tasks import TaskError, select_tasks
@@ -65,6 +66,7 @@ def test_a_link_within_the_task_is_read(tasks_dir: Path) -> None:
     assert files["solve_copy.sh"] == (tasks_dir / "wordstats" / "solution" / "solve.sh").read_bytes()
 
 
+@pytest.mark.skipif(bool(gpus.inventory()), reason="this machine has GPUs")
 def test_gpu_tasks_are_skipped_and_big_ones_clamped(tasks_dir: Path) -> None:
     toml = tasks_dir / "wordstats" / "task.toml"
     toml.write_text(toml.read_text().replace("cpus = 1", "cpus = 1\ngpus = 1"))

@@ -141,7 +141,7 @@ def test_layers_import_only_downwards(inside: str, forbidden: tuple[str, ...], a
 
 
 @pytest.mark.parametrize("library, home", [("docker", "harness.sandbox.docker"), ("litellm", "harness.models"),
-                                           ("requests", "harness.sandbox.docker")])
+                                           ("requests", "harness.sandbox.docker"), ("pynvml", "harness.gpus")])
 def test_third_party_engines_stay_in_their_module(library: str, home: str) -> None:
     outside = [f"{m} imports {n}" for m, names in imports().items() for n in names
                if (n == library or n.startswith(library + ".")) and not (m == home or m.startswith(home + "."))]

@@ -212,10 +212,18 @@ def _calibrate(task: Task, goal: Objective, patch_box: Sandbox, first: Verificat
     interleaved rounds here, and the score those anchors give (anchors.py). Adds each state's surviving
     processes to `survivors`."""
 
+    last: dict[str, Verification] = {}
+
     def measure(state: str) -> float | None:
-        done = verify(states[state], check, pinned=state == "patch")
+        done = last[state] = verify(states[state], check, pinned=state == "patch")
         survivors.setdefault(state, set()).update(done.survivors)
         return _metric(done, goal)
+
+    def no_metric(which: str, state: str) -> dict[str, Any]:
+        run = last[state].run  # (why: a base too slow for the verifier's limit here is the usual case)
+        outcome = (f"it ran past the verifier's {check.timeout:g} s" if run.timed_out else
+                   f"exit {run.exit_code}: {(run.output.strip().splitlines() or [''])[-1][:160]}")
+        return {"score": None, "reason": f"{which} run reported no numeric {goal.metric!r} ({outcome})"}
 
     check = task.reward_check
     assert check is not None
@@ -242,7 +250,7 @@ def _calibrate(task: Task, goal: Objective, patch_box: Sandbox, first: Verificat
     warm: dict[str, float] = {}
     for warm_up in ("base", "reference"):  # the patch's first verification was its warm-up
         if (got := measure(warm_up)) is None:
-            return {"score": None, "reason": f"the {warm_up} run reported no numeric {goal.metric!r}"}
+            return no_metric(f"the {warm_up}", warm_up)
         warm[warm_up] = got
     values: dict[str, list[float]] = ({state: [] for state in states} if rounds else  # timed: warm-ups left out
                                       {"base": [warm["base"]], "patch": [value], "reference": [warm["reference"]]})
@@ -252,7 +260,7 @@ def _calibrate(task: Task, goal: Objective, patch_box: Sandbox, first: Verificat
     for r in range(rounds):
         for state in orders[r % len(orders)]:
             if (got := measure(state)) is None:
-                return {"score": None, "reason": f"a {state} run reported no numeric {goal.metric!r}"}
+                return no_metric(f"a {state}", state)
             values[state].append(got)
     return {**calibrate(values, goal, config.p, config.bootstrap, config.seed), "read_from": where}
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from harness import gpus
 from harness.tasks.task import DEFAULT_TEST_TIMEOUT, Task, TaskError, refuse_links_out
 
 SUITE_DIR = Path(__file__).resolve().parent.parent / "suite"
@@ -86,11 +88,16 @@ def load_task(path: Path) -> Task:
         allow_protected=f.strings("allow_protected", required=False),
         test_timeout=float(f.get("test_timeout", (int, float), "a number of seconds", required=False,
                                  default=DEFAULT_TEST_TIMEOUT)),
+        gpus=f.get("gpus", int, "a number of GPUs (0 or more)", required=False, default=0),
+        gpu_types=f.strings("gpu_types", required=False),
     )
+    if fields["gpus"] < 0:
+        raise TaskError(f"{where}: field 'gpus' should be 0 or more, got {fields['gpus']}")
     extra = sorted(set(raw) - f.used)
     if extra:
         raise TaskError(f"{where}: unknown field '{extra[0]}' in task.yaml (known: id, repo, api, description, "
-                        "languages, setup_commands, install_commands, tags, test_timeout, protected, allow_protected)")
+                        "languages, setup_commands, install_commands, tags, test_timeout, protected, "
+                        "allow_protected, gpus, gpu_types)")
     refuse_links_out(path, where)
     path = path.resolve()
     _check_files(path, where)
@@ -129,13 +136,31 @@ def _check_expert_applies(task_path: Path, where: str) -> None:
 
 
 def load_dir(path: Path) -> list[Task]:
-    """A task folder itself, or a folder of task folders."""
+    """A task folder itself, or a folder of task folders (those that need GPUs this machine lacks skipped)."""
     if (path / "task.yaml").is_file():
-        return [load_task(path)]
-    children = sorted(p for p in path.iterdir() if p.is_dir() and (p / "task.yaml").is_file())
-    if not children:
+        return on_this_machine([load_task(path)], asked_by_name=True)
+    tasks = load_dir_all(path)
+    if not tasks:
         raise TaskError(f"--tasks {path}: no task folders (with a task.yaml) found there")
-    return [load_task(child) for child in children]
+    return on_this_machine(tasks)
+
+
+def on_this_machine(tasks: list[Task], asked_by_name: bool = False) -> list[Task]:
+    """`tasks` without those needing GPUs this machine lacks: each skipped in one line, or refused when the
+    user named it."""
+    machine = gpus.inventory()
+    out = []
+    for task in tasks:
+        why = gpus.misfit(task.gpus, task.gpu_types, machine)
+        if why is None:
+            out.append(task)
+        elif asked_by_name:
+            raise TaskError(f"task {task.id}: {why}; run it on a machine with such GPUs")
+        else:
+            print(f"warning: {task.id}: skipped, {why}", file=sys.stderr, flush=True)
+    if tasks and not out:
+        raise TaskError(f"every task was skipped ({len(tasks)} need GPUs this machine lacks)")
+    return out
 
 
 def select_tasks(selector: str = "suite", suite_dir: Path = SUITE_DIR) -> list[Task]:
@@ -148,18 +173,23 @@ def select_tasks(selector: str = "suite", suite_dir: Path = SUITE_DIR) -> list[T
         if not as_path.is_dir():
             raise TaskError(f"--tasks {selector}: no such directory")
         return load_dir(as_path)
-    suite = load_dir(suite_dir)
+    suite = load_dir_all(suite_dir)
     if selector == "suite":
-        return suite
+        return on_this_machine(suite)
     if selector == "smoke":
-        return [t for t in suite if "smoke" in t.tags]
+        return on_this_machine([t for t in suite if "smoke" in t.tags])
     by_id = {t.id: t for t in suite}
     wanted = [part.strip() for part in selector.split(",") if part.strip()]
     unknown = [w for w in wanted if w not in by_id]
     if unknown or not wanted:
         raise TaskError(f"--tasks: unknown task id '{unknown[0] if unknown else selector}' "
                         f"(known: suite, smoke, {', '.join(sorted(by_id))}, or a path to a task folder)")
-    return [by_id[w] for w in wanted]
+    return on_this_machine([by_id[w] for w in wanted], asked_by_name=True)  # (named: refused, not skipped)
+
+
+def load_dir_all(path: Path) -> list[Task]:
+    """Every task folder in `path`, whatever this machine has."""
+    return [load_task(p) for p in sorted(path.iterdir()) if p.is_dir() and (p / "task.yaml").is_file()]
 
 
 class FolderSource:

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import sys
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness import gpus
 from harness.tasks.task import RewardCheck, Task, TaskError, refuse_links_out
 
 Warn = Callable[[str], None]
@@ -83,8 +83,9 @@ def _files(folder: Path) -> tuple[tuple[str, bytes, int], ...]:
                  for p in sorted(folder.rglob("*")) if p.is_file())
 
 
-def load_task(folder: Path, warn: Warn) -> Task | None:
-    """One task directory; None when it is skipped (GPUs), TaskError when it is malformed."""
+def load_task(folder: Path, warn: Warn, named: bool = False) -> Task | None:
+    """One task directory; None when it is skipped (it needs GPUs this machine lacks; refused instead when
+    the user `named` it), TaskError when it is malformed."""
     where = str(folder)
     refuse_links_out(folder, where)
     toml_path = folder / "task.toml"
@@ -98,8 +99,15 @@ def load_task(folder: Path, warn: Warn) -> Task | None:
         if not isinstance(config.get(table, {}), dict):
             raise TaskError(f"{toml_path}: [{table}] should be a table")
     env, verifier = config.get("environment", {}), config.get("verifier", {})
-    if (env.get("gpus") or 0) > 0 and not shutil.which("nvidia-smi"):
-        warn(f"{folder.name}: skipped, it needs {env['gpus']} GPU(s) and this machine has none")
+    count, types = env.get("gpus") or 0, env.get("gpu_types") or []
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise TaskError(f"{toml_path}: [environment].gpus should be a number of GPUs, got {count!r}")
+    if not isinstance(types, list) or not all(isinstance(t, str) and t.strip() for t in types):
+        raise TaskError(f"{toml_path}: [environment].gpu_types should be a list of GPU names, got {types!r}")
+    if why := gpus.misfit(count, types, gpus.inventory()):
+        if named:
+            raise TaskError(f"{folder.name}: {why}; run it on a machine with such GPUs")
+        warn(f"{folder.name}: skipped, {why}")
         return None
     instruction = folder / "instruction.md"
     if not instruction.is_file():
@@ -142,7 +150,7 @@ def load_task(folder: Path, warn: Warn) -> Task | None:
         registry_image=image or None, solution_files=_files(solution) if (solution / "solve.sh").is_file() else (),
         agent_timeout=_number(config.get("agent", {}), "timeout_sec", str(toml_path)),
         cpus=float(cpus) if cpus else None, memory=_clamped_memory(_memory(env, str(toml_path)), folder.name, warn),
-        network="allowed" if env.get("allow_internet") else "none",
+        network="allowed" if env.get("allow_internet") else "none", gpus=count, gpu_types=tuple(types),
     )
 
 
@@ -163,7 +171,8 @@ class HarborSource:
             sorted(p for p in root.iterdir() if p.is_dir() and (p / "task.toml").exists())
         if not folders:
             raise TaskError(f"{selector}: no task directories (folders holding a task.toml)")
-        tasks = [task for folder in folders if (task := load_task(folder, self.warn)) is not None]
+        named = folders == [root]  # one task directory: the user asked for it
+        tasks = [task for folder in folders if (task := load_task(folder, self.warn, named)) is not None]
         if not tasks:
             raise TaskError(f"{selector}: every task was skipped")
         return tasks

@@ -80,6 +80,8 @@ class Task:
     runs_per_test: int | None = None  # a cap on timing rounds (GSO: 1 for its slowest repositories)
     network: str = "none"  # what graded tests may reach: one of NETWORK_POLICIES
     cpus: float | None = None  # what the task needs at least (agent and grading containers)
+    gpus: int = 0  # GPUs it needs (harness.gpus): its rollouts and timing runs get their own
+    gpu_types: tuple[str, ...] = ()  # which (a GPU whose name contains one), any when empty
     memory: str | None = None
     build_timeout: float = 3600.0
     # Tasks that come as a whole instruction, an environment and a verifier script (Harbor directories)

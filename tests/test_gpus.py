@@ -1,0 +1,119 @@
+"""GPUs without a GPU: whether a task's request fits a machine (hand-written machines), the pool that hands
+rollouts GPUs of their own, and what task loading does on this machine, which has none."""
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import gpus
+from harness.gpus import Gpu, GpuPool, misfit
+from harness.tasks import TaskError, select_tasks
+from harness.tasks.harbor import HarborSource
+from tests.conftest import write_task
+
+H100 = [Gpu(0, "GPU-aaaa", "NVIDIA H100 80GB HBM3", 81559), Gpu(1, "GPU-bbbb", "NVIDIA H100 80GB HBM3", 81559)]
+MIXED = [Gpu(0, "GPU-cccc", "NVIDIA A10", 23028), Gpu(1, "GPU-dddd", "NVIDIA H100 PCIe", 81559)]
+HARBOR = Path(__file__).parent / "fixtures" / "harbor"
+no_gpu_here = pytest.mark.skipif(bool(gpus.inventory()), reason="this machine has GPUs")
+
+
+@pytest.mark.parametrize("count, types, machine, expected", [
+    (0, [], [], None),
+    (1, [], [], "it needs 1 GPU(s) and this machine has none"),
+    (2, [], H100, None),
+    (3, [], H100, "it needs 3 GPU(s) and this machine has 2: NVIDIA H100 80GB HBM3"),
+    (1, ["h100"], MIXED, None),  # a type is part of the name, any case
+    (2, ["H100"], MIXED, "it needs 2 GPU(s) of type H100 and this machine has 2: NVIDIA A10, NVIDIA H100 PCIe"),
+    (2, ["A10", "H100"], MIXED, None),
+])
+def test_whether_a_request_fits_a_machine(count: int, types: list[str], machine: list[Gpu],
+                                          expected: str | None) -> None:
+    assert misfit(count, types, machine) == expected
+
+
+def test_a_recorded_reading_round_trips() -> None:
+    record = {"index": 3, "uuid": "GPU-5f1c", "name": "NVIDIA H200", "memory_mb": 143771}
+    assert Gpu.from_record(record).record() == record
+
+
+def test_the_pool_gives_each_lease_its_own_gpus_and_makes_the_rest_wait() -> None:
+    pool = GpuPool(H100)
+    held: list[int] = []
+    most = 0
+    lock = threading.Lock()
+
+    def rollout() -> None:
+        nonlocal most
+        with pool.lease(1) as (gpu,):
+            with lock:
+                assert gpu.index not in held  # nobody else holds it
+                held.append(gpu.index)
+                most = max(most, len(held))
+            time.sleep(0.1)
+            with lock:
+                held.remove(gpu.index)
+
+    threads = [threading.Thread(target=rollout) for _ in range(5)]  # more rollouts than GPUs
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert most == 2 and held == [] and pool.free == tuple(H100)
+
+
+def test_the_pool_matches_types_and_refuses_what_it_never_has() -> None:
+    pool = GpuPool(MIXED)
+    assert pool.acquire(1, ["H100"]) == (MIXED[1],)
+    with pytest.raises(TimeoutError):  # the one H100 is taken
+        pool.acquire(1, ["H100"], timeout=0.05)
+    pool.release([MIXED[1]])
+    with pytest.raises(ValueError, match="needs 3 GPU"):
+        pool.acquire(3)
+    assert pool.acquire(0) == ()
+
+
+def test_this_machines_inventory_is_read_without_failing() -> None:
+    found = gpus.inventory()
+    assert isinstance(found, tuple)
+    if not Path("/dev/nvidiactl").exists():
+        assert found == ()
+
+
+@no_gpu_here
+def test_folder_tasks_that_need_a_gpu_are_skipped_or_refused_when_named(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    write_task(tmp_path, "cpuonly")
+    write_task(tmp_path, "needsgpu", gpus=1, gpu_types=["H100"])
+    assert [t.id for t in select_tasks(str(tmp_path))] == ["cpuonly"]
+    assert "needsgpu: skipped, it needs 1 GPU(s) of type H100 and this machine has none" in capsys.readouterr().err
+    with pytest.raises(TaskError) as refused:
+        select_tasks(str(tmp_path / "needsgpu"))
+    assert "task needsgpu: it needs 1 GPU(s)" in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_a_folder_tasks_gpu_fields_are_checked(tmp_path: Path) -> None:
+    write_task(tmp_path, "badgpu", gpus=-1)
+    with pytest.raises(TaskError, match="field 'gpus' should be 0 or more"):
+        select_tasks(str(tmp_path / "badgpu"))
+    (tmp_path / "badgpu").rename(tmp_path / "x")
+    write_task(tmp_path, "badtypes", gpu_types="H100")
+    with pytest.raises(TaskError, match="field 'gpu_types' should be a list"):
+        select_tasks(str(tmp_path / "badtypes"))
+
+
+@no_gpu_here
+def test_a_harbor_task_named_alone_is_refused_not_skipped(tmp_path: Path) -> None:
+    shutil.copytree(HARBOR / "wordstats", tmp_path / "wordstats")
+    toml = tmp_path / "wordstats" / "task.toml"
+    toml.write_text(toml.read_text().replace("cpus = 1", "cpus = 1\ngpus = 1\ngpu_types = [\"A100\"]"))
+    with pytest.raises(TaskError) as refused:
+        HarborSource(warn=lambda _m: None).select(str(tmp_path / "wordstats"))
+    assert str(refused.value) == ("wordstats: it needs 1 GPU(s) of type A100 and this machine has none; run it on "
+                                  "a machine with such GPUs")
+    toml.write_text(toml.read_text().replace('gpu_types = ["A100"]', "gpu_types = \"A100\""))
+    with pytest.raises(TaskError, match=r"\[environment\].gpu_types should be a list"):
+        HarborSource(warn=lambda _m: None).select(str(tmp_path / "wordstats"))
