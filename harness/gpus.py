@@ -78,6 +78,22 @@ def misfit(count: int, types: Sequence[str], gpus: Sequence[Gpu]) -> str | None:
     return f"it needs {count} GPU(s){kind} and {describe(gpus)}"
 
 
+# What every CUDA process opens besides its GPUs' own /dev/nvidia<index> (those present are bound)
+CONTROL_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset")
+
+
+def device_nodes(gpus: Sequence[Gpu]) -> list[str]:
+    """The device nodes a sandbox given `gpus` needs: theirs, then the driver's control nodes."""
+    if not gpus:
+        return []
+    return [f"/dev/nvidia{g.index}" for g in gpus] + list(CONTROL_NODES)
+
+
+def visible_env(gpus: Sequence[Gpu]) -> dict[str, str]:
+    """What makes CUDA see only `gpus` (by UUID: indexes renumber inside a container)."""
+    return {"CUDA_VISIBLE_DEVICES": ",".join(g.uuid for g in gpus)} if gpus else {}
+
+
 class GpuPool:
     """The machine's GPUs handed out whole: `lease` waits until enough matching ones are free."""
 
@@ -123,3 +139,9 @@ class GpuPool:
     def free(self) -> tuple[Gpu, ...]:
         with self._changed:
             return tuple(self._free)
+
+
+@lru_cache(maxsize=1)
+def machine_pool() -> GpuPool:
+    """This process's pool of the machine's GPUs (every rollout of a run draws from it)."""
+    return GpuPool(inventory())

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness import gpus
 from harness.models.model import Model
 from harness.models.records import Usage
 from harness.models.scripted import Script, is_scripted
@@ -37,6 +38,14 @@ GRACE_S = 30.0  # time a step in flight gets past the wall-clock limit before th
 RUN_LABEL = "optrunner.run"
 STOPPED_WHY = {ExitReason.TIME_LIMIT: "stopped from outside at the wall-clock limit",
                ExitReason.RUN_COST_LIMIT: "the run's cost cap was reached"}
+
+
+def _close_and_release(sandbox: Sandbox, given: tuple[gpus.Gpu, ...]) -> None:
+    """Remove the sandbox, then give its GPUs back (the next rollout must not share them with it)."""
+    try:
+        close_quietly(sandbox)
+    finally:
+        gpus.machine_pool().release(given)
 
 
 class Interrupted(Exception):
@@ -198,9 +207,15 @@ class RolloutRunner:
         limits = self.conf.budget
         if task.agent_timeout and limits.task_timeouts:  # the task's own limit (Harbor's [agent].timeout_sec)
             limits = dataclasses.replace(limits, wall_clock_s=task.agent_timeout)
-        sandbox = self.sandboxes.start(image, self.conf.sandbox.limits().for_task(task.cpus, task.memory),
-                                       labels={RUN_LABEL: self.run_id, "optrunner.task": task.id,
-                                               "optrunner.rollout": str(live.index)})
+        given = self._lease_gpus(task, live)  # a GPU task's own GPUs: waits while others hold them
+        try:
+            sandbox = self.sandboxes.start(image, self.conf.sandbox.limits().for_task(task.cpus, task.memory),
+                                           labels={RUN_LABEL: self.run_id, "optrunner.task": task.id,
+                                                   "optrunner.rollout": str(live.index)},
+                                           **({"gpus": given} if given else {}))
+        except BaseException:
+            gpus.machine_pool().release(given)
+            raise
         live.sandbox = sandbox
         error: BaseException | None = None
         report: dict[str, Any] | None = None
@@ -248,11 +263,13 @@ class RolloutRunner:
             live.sandbox = None
             # Removing a container takes ~0.5 s: the worker goes on to its next rollout meanwhile (a crash or
             # exit before it is done is covered by the provider's own exit hooks).
-            threading.Thread(target=close_quietly, args=(sandbox,), daemon=True).start()
+            threading.Thread(target=_close_and_release, args=(sandbox, given), daemon=True).start()
         episode: Episode | None = produced.get("episode")
         record = self._record(task, live.index, episode, model, patch, started, attempts=live.attempt + 1)
         if no_patch:
             record.details["no_patch"] = no_patch
+        if given:
+            record.details["gpus"] = [gpu.record() for gpu in given]
         if episode is None:
             if error is not None:
                 record.exit_reason, record.exit_message = ExitReason.ERROR, f"{type(error).__name__}: {error}"
@@ -261,6 +278,17 @@ class RolloutRunner:
         elif episode.exit_reason == ExitReason.INTERRUPTED and live.stop_reason:
             record.exit_reason, record.exit_message = live.stop_reason, STOPPED_WHY.get(live.stop_reason, "")
         return RolloutResult(record, episode.to_dict() if episode else None, report)
+
+    @staticmethod
+    def _lease_gpus(task: Task, live: Live) -> tuple[gpus.Gpu, ...]:
+        if not task.gpus:
+            return ()
+        while True:  # (in short waits, so that Ctrl-C and a stop are seen)
+            try:
+                return gpus.machine_pool().acquire(task.gpus, task.gpu_types, timeout=0.5)
+            except TimeoutError:
+                if live.stop_reason == ExitReason.INTERRUPTED:
+                    raise Interrupted from None
 
     def _record(self, task: Task, index: int, episode: Episode | None, model: Model | None, patch: str,
                 started: float, attempts: int) -> RolloutRecord:

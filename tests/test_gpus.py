@@ -117,3 +117,46 @@ def test_a_harbor_task_named_alone_is_refused_not_skipped(tmp_path: Path) -> Non
     toml.write_text(toml.read_text().replace('gpu_types = ["A100"]', "gpu_types = \"A100\""))
     with pytest.raises(TaskError, match=r"\[environment\].gpu_types should be a list"):
         HarborSource(warn=lambda _m: None).select(str(tmp_path / "wordstats"))
+
+
+def test_a_docker_sandbox_given_gpus_requests_those_by_uuid() -> None:
+    from harness.sandbox.docker.sandbox import create_options
+    from harness.sandbox.interface import SandboxLimits
+
+    options = create_options(SandboxLimits(), {"x": "y"}, "/testbed", gpus=[H100[1]])
+    (request,) = options["device_requests"]
+    assert request["DeviceIDs"] == ["GPU-bbbb"] and request["Capabilities"] == [["gpu"]]
+    assert "device_requests" not in create_options(SandboxLimits(), {}, "/testbed")
+
+
+def test_a_bwrap_sandbox_given_gpus_binds_their_nodes_only() -> None:
+    from harness.sandbox.bwrap import devices
+
+    args = devices.gpus([H100[1]])
+    binds = [args[i + 1] for i in range(0, len(args), 3)]
+    assert args[0] == "--dev-bind-try" and binds[0] == "/dev/nvidia1" and "/dev/nvidia0" not in binds
+    assert "/dev/nvidiactl" in binds and "/dev/nvidia-uvm" in binds
+    assert devices.gpus([]) == []
+
+
+def test_a_bwrap_sandbox_shows_cuda_its_own_gpus(tmp_path: Path) -> None:
+    """Without a GPU here: the assignment reaches the sandbox (its environment), and no node is invented."""
+    from harness.sandbox.bwrap.rootfs import OWN, ROOT, SYSTEM, host_rootfs
+    from harness.sandbox.bwrap.sandbox import BwrapSandbox
+    from harness.sandbox.interface import SandboxUnavailable
+    from harness.sandbox.providers import provider
+
+    try:
+        provider("bwrap").ensure_ready()
+    except SandboxUnavailable as why:
+        pytest.skip(str(why))
+    for top in (*SYSTEM, *OWN, ROOT):
+        (tmp_path / top).mkdir()
+    gpu = Gpu(7, "GPU-7f00", "a GPU this machine does not have")
+    box = BwrapSandbox.start(host_rootfs("t", (tmp_path,), {}), gpus=[gpu])
+    try:
+        assert box.exec("echo $CUDA_VISIBLE_DEVICES").output.strip() == "GPU-7f00"
+        present = Path("/dev/nvidia7").exists()
+        assert (box.exec("test -e /dev/nvidia7").exit_code == 0) == present
+    finally:
+        box.close()

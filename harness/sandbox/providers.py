@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from harness.gpus import Gpu
 from harness.sandbox.interface import Sandbox, SandboxLimits, TaskImages
 
 if TYPE_CHECKING:
@@ -51,8 +52,10 @@ class SandboxProvider(Protocol):
         Raises ImageBuildError, or SandboxUnavailable for a `rootfs_from` the provider cannot use."""
         ...
 
-    def start(self, image: str, limits: SandboxLimits | None = None,
-              labels: dict[str, str] | None = None) -> Sandbox: ...
+    def start(self, image: str, limits: SandboxLimits | None = None, labels: dict[str, str] | None = None,
+              gpus: Sequence[Gpu] = ()) -> Sandbox:
+        """A sandbox from `image`; `gpus` (harness.gpus.GpuPool) are its own, the only ones it sees."""
+        ...
 
     def engine_version(self) -> str | None:
         """The engine's own version (what the daemon reports, not the client's); None when it does not answer.

@@ -4,13 +4,17 @@ bwrap's `--dev` binds the host's own /dev/null, /dev/zero, ... into the sandbox.
 is the host's root, and a `chmod 600 /dev/null` there would change the host's node (every later user of
 the machine then fails to open it). So a sandbox run by root gets nodes made in its own directory (as
 Docker makes a container's), bound over bwrap's. Run by another user, the host's nodes belong to a user
-not mapped inside, which cannot change them: bwrap's stay.
+not mapped inside, which cannot change them: bwrap's stay. A sandbox given GPUs (harness.gpus) gets their
+nodes and the driver's control nodes bound, and no other GPU's.
 """
 from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
+
+from harness.gpus import Gpu, device_nodes
 
 NODES = {"null": (1, 3), "zero": (1, 5), "full": (1, 7), "random": (1, 8), "urandom": (1, 9), "tty": (5, 0)}
 SHM = ("--perms", "1777", "--tmpfs", "/dev/shm")  # /dev/shm as Docker's: a tmpfs anyone may write
@@ -31,3 +35,9 @@ def own(directory: Path) -> list[str]:
         os.chmod(node, 0o666)
         args += ["--dev-bind", str(node), f"/dev/{name}"]
     return args
+
+
+def gpus(given: Sequence[Gpu]) -> list[str]:
+    """bwrap's arguments binding the device nodes of the sandbox's own GPUs and the driver's control nodes
+    (those present), and no other GPU's."""
+    return [arg for node in device_nodes(given) for arg in ("--dev-bind-try", node, node)]

@@ -1,4 +1,5 @@
-"""A running bubblewrap sandbox's processes seen from the host (its files: harness.sandbox.overlay)."""
+"""A running bubblewrap sandbox's processes seen from the host (its files: harness.sandbox.overlay), and
+the environment of the host programs that start them."""
 from __future__ import annotations
 
 import os
@@ -22,3 +23,8 @@ def command_line(pid: int) -> str:
             return fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
     except OSError:
         return ""
+
+
+def host_env() -> dict[str, str]:
+    """What the host programs we start get: a path, nothing of ours (no secret reaches a sandbox)."""
+    return {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"), "LANG": "C.UTF-8"}

@@ -10,6 +10,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from harness.gpus import Gpu
 from harness.sandbox.bwrap import registry, rootfs
 from harness.sandbox.bwrap.binary import bwrap_path, usable
 from harness.sandbox.bwrap.sandbox import BwrapSandbox
@@ -64,9 +65,9 @@ class BwrapProvider:
             rootfs.export(docker_client(), name)
         return images
 
-    def start(self, image: str, limits: SandboxLimits | None = None,
-              labels: dict[str, str] | None = None) -> BwrapSandbox:
-        return BwrapSandbox.start(rootfs.lookup(image), limits, labels)
+    def start(self, image: str, limits: SandboxLimits | None = None, labels: dict[str, str] | None = None,
+              gpus: Sequence[Gpu] = ()) -> BwrapSandbox:
+        return BwrapSandbox.start(rootfs.lookup(image), limits, labels, gpus)
 
     def engine_version(self) -> str | None:
         try:

@@ -23,10 +23,11 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import IO
 
+from harness.gpus import Gpu, visible_env
 from harness.sandbox.archive import tar_of
 from harness.sandbox import overlay
 from harness.sandbox.bwrap import cgroups, devices, outside, registry
@@ -66,10 +67,11 @@ class BwrapSandbox:
         self._cgroup: Path | None = None
         self._cpus: str | None = None
         self._closed = False
+        self.gpus: tuple[Gpu, ...] = ()  # its own: their device nodes bound, CUDA shown only them
 
     @classmethod
     def start(cls, rootfs: Rootfs, limits: SandboxLimits | None = None,
-              labels: dict[str, str] | None = None) -> "BwrapSandbox":
+              labels: dict[str, str] | None = None, gpus: Sequence[Gpu] = ()) -> "BwrapSandbox":
         usable()
         limits = limits or SandboxLimits()
         registry.STATE.mkdir(parents=True, exist_ok=True)
@@ -82,6 +84,7 @@ class BwrapSandbox:
         directory = made.with_name("sbx-" + made.name.removeprefix(".sbx-"))
         made.rename(directory)
         box = cls(directory, rootfs, limits)
+        box.gpus = tuple(gpus)
         registry.track(directory, box.close)
         try:
             box._cgroup = cgroups.create(directory.name, limits)
@@ -101,13 +104,13 @@ class BwrapSandbox:
             else ["--unshare-net"]
         argv = [bwrap_path(), "--unshare-user", "--userns-block-fd", str(block_r), "--info-fd", str(info_w),
                 "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try", *self._mounts(),
-                "--proc", "/proc", "--dev", "/dev", *devices.own(self.directory), *devices.SHM, *network,
-                "--hostname", "optrunner", "--chdir", "/",
+                "--proc", "/proc", "--dev", "/dev", *devices.own(self.directory), *devices.SHM,
+                *devices.gpus(self.gpus), *network, "--hostname", "optrunner", "--chdir", "/",
                 "--cap-drop", "ALL", *[arg for cap in CAPS for arg in ("--cap-add", cap)], "--", "sleep", "infinity"]
         log = open(self.directory / "bwrap.log", "wb")
         try:
             self._keeper = subprocess.Popen(self._in_cgroup(argv), pass_fds=(info_w, block_r), stdin=subprocess.DEVNULL,
-                                            stdout=log, stderr=log, env=_host_env(), start_new_session=True)
+                                            stdout=log, stderr=log, env=outside.host_env(), start_new_session=True)
         finally:
             log.close()
             os.close(info_w)
@@ -193,7 +196,7 @@ class BwrapSandbox:
             # (by another user, the ipc namespace is joined through the sandbox's user namespace)
             into = ["-i"] if os.getuid() == 0 else ["-U", "--preserve-credentials", "-i"]
             subprocess.run([nsenter_path(), "-t", str(self._init), *into, "--", "sh", "-c",
-                            "echo 1 > /proc/sys/kernel/shm_rmid_forced"], capture_output=True, env=_host_env())
+                            "echo 1 > /proc/sys/kernel/shm_rmid_forced"], capture_output=True, env=outside.host_env())
 
     def _log_line(self) -> str:
         try:
@@ -226,7 +229,7 @@ class BwrapSandbox:
                                 "-r", f"--wdns={cwd}", "--"])
 
     def _env(self, env: Mapping[str, str] | None) -> dict[str, str]:
-        return {"HOME": "/root", "HOSTNAME": "optrunner", **self.rootfs.env, **(env or {})}
+        return {"HOME": "/root", "HOSTNAME": "optrunner", **self.rootfs.env, **visible_env(self.gpus), **(env or {})}
 
     # -- exec
 
@@ -392,8 +395,3 @@ def _drain(pipe: IO[bytes], capture: OutputCapture) -> None:
 def _cpu_range(part: str) -> range:
     low, _, high = part.partition("-")
     return range(int(low), int(high or low) + 1)
-
-
-def _host_env() -> dict[str, str]:
-    """What the host programs we start get: a path, nothing of ours (no secret reaches a sandbox)."""
-    return {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"), "LANG": "C.UTF-8"}

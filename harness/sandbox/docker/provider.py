@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import docker
 
+from harness.gpus import Gpu
 from harness.sandbox.docker.containers import docker_client, remove_containers
 from harness.sandbox.docker import engine
 from harness.sandbox.docker.images import BaseImageSpec
@@ -95,9 +96,9 @@ class DockerProvider:
         with engine_errors():
             docker_client().images.load(data)
 
-    def start(self, image: str, limits: SandboxLimits | None = None,
-              labels: dict[str, str] | None = None) -> DockerSandbox:
-        return DockerSandbox.start(image, limits, labels)
+    def start(self, image: str, limits: SandboxLimits | None = None, labels: dict[str, str] | None = None,
+              gpus: Sequence[Gpu] = ()) -> DockerSandbox:
+        return DockerSandbox.start(image, limits, labels, gpus=gpus)
 
     def cleanup(self, scope: CleanupScope = "orphans", labels: dict[str, str] | None = None) -> int:
         with engine_errors():

@@ -18,15 +18,18 @@ import os
 import tarfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import docker
 import docker.errors
 import requests.exceptions
+import docker.types
 from docker.models.containers import Container
 
+from harness.gpus import Gpu
 from harness.sandbox.docker.containers import LABEL, OWNER_LABEL, docker_client, owner_id, track, untrack
 from harness.sandbox.docker.stream import DockerStream
 from harness.sandbox import overlay
@@ -55,6 +58,23 @@ def _first_line(err: BaseException) -> str:
     return (text.splitlines()[0] if text else type(err).__name__)[:300]
 
 
+def create_options(limits: SandboxLimits, labels: dict[str, str], workdir: str,
+                   gpus: Sequence[Gpu] = ()) -> dict[str, Any]:
+    """docker-py's container options for a sandbox: its limits, and `gpus` by UUID through the NVIDIA
+    runtime's device request (the container sees those and no other)."""
+    options: dict[str, Any] = dict(
+        init=True, labels=labels, network_mode=None if limits.network else "none",
+        mem_limit=limits.memory, memswap_limit=limits.memory, pids_limit=limits.pids,
+        nano_cpus=int(limits.cpus * 1e9), working_dir=workdir,
+        # a System V segment no process holds is removed: no cache across a grader's fenced runs
+        sysctls={"kernel.shm_rmid_forced": "1"},
+    )
+    if gpus:
+        options["device_requests"] = [docker.types.DeviceRequest(device_ids=[g.uuid for g in gpus],
+                                                                 capabilities=[["gpu"]])]
+    return options
+
+
 class DockerSandbox:
     """A running container from a task image. Use `DockerSandbox.start(image)`; always `close()`."""
 
@@ -73,7 +93,7 @@ class DockerSandbox:
 
     @classmethod
     def start(cls, image: str, limits: SandboxLimits | None = None, labels: dict[str, str] | None = None,
-              client: docker.DockerClient | None = None) -> "DockerSandbox":
+              client: docker.DockerClient | None = None, gpus: Sequence[Gpu] = ()) -> "DockerSandbox":
         limits = limits or SandboxLimits()
         with engine_errors():
             client = client or docker_client()
@@ -81,14 +101,8 @@ class DockerSandbox:
             base_commit = image_labels.get(BASE_COMMIT_LABEL)
             workdir = image_labels.get(WORKDIR_LABEL, TESTBED)
             all_labels = {LABEL: "sandbox", OWNER_LABEL: owner_id(), **(labels or {})}
-            container = client.containers.create(
-                image, ["sleep", "infinity"], init=True, labels=all_labels,
-                network_mode=None if limits.network else "none",
-                mem_limit=limits.memory, memswap_limit=limits.memory, pids_limit=limits.pids,
-                nano_cpus=int(limits.cpus * 1e9), working_dir=workdir,
-                # a System V segment no process holds is removed: no cache across a grader's fenced runs
-                sysctls={"kernel.shm_rmid_forced": "1"},
-            )
+            container = client.containers.create(image, ["sleep", "infinity"],
+                                                 **create_options(limits, all_labels, workdir, gpus))
         # Tracked from its creation, not once it runs: when the engine goes away between create and start
         # (a daemon restart), the created container outlives the error and must still be removed.
         track(container)
