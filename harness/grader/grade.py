@@ -38,6 +38,7 @@ from harness import metrics
 from harness.grader.config import MEASURED, GradeConfig
 from harness.grader.states import PATCH_PATH, CodeState, StepFailed, Stop, copy_references, prepare_state, reason_of, \
     run_test_script
+from harness import gpus
 from harness.grader.freeze import build_review
 from harness.grader.guards import clock_review, hook_review, leftover_review, static_review
 from harness.grader.isolation import Outside
@@ -120,8 +121,10 @@ def _session(task: Task, items: list[tuple[int, str]], reports: list[dict[str, A
     for i, code in items:  # what the diff alone shows, whatever the grading's outcome
         reasons, signals = static_review(code, task)
         reports[i]["hack"] = {"suspect": bool(reasons), "reasons": reasons, "signals": signals}
+    given = gpus.machine_pool().acquire(task.gpus, task.gpu_types)  # a GPU task's session: its GPUs to itself
     try:
-        base, commit, patched = _prepare(task, items, images, config, reports, boxes, log, sandboxes, finish)
+        base, commit, patched = _prepare(task, items, images, config, reports, boxes, log, sandboxes, finish,
+                                         given)
         if patched:
             timed = time_session(task, base, commit, list(patched.values()), config, log)
             for i, state in patched.items():
@@ -149,8 +152,10 @@ def _session(task: Task, items: list[tuple[int, str]], reports: list[dict[str, A
                 box.close()
             except SandboxError:
                 pass  # already gone; the provider's exit hooks and cleanup cover the rest
+        gpus.machine_pool().release(given)
     wall = round(time.monotonic() - started, 2)
-    session = {"id": uuid.uuid4().hex[:12], "patches": len(items), "wall_time_s": wall}
+    session = {"id": uuid.uuid4().hex[:12], "patches": len(items), "wall_time_s": wall,
+               **({"gpus": [gpu.record() for gpu in given]} if given else {})}
     for i, _ in items:
         reports[i]["wall_time_s"] = round(wall / len(items), 2)  # this patch's share of the session
         reports[i]["session"] = session
@@ -158,7 +163,8 @@ def _session(task: Task, items: list[tuple[int, str]], reports: list[dict[str, A
 
 def _prepare(task: Task, items: list[tuple[int, str]], images: tuple[str, str], config: GradeConfig,
              reports: list[dict[str, Any]], boxes: list[Sandbox], log: Log, sandboxes: SandboxProvider,
-             finish: Callable[[int, str, str], None]) -> tuple[CodeState, CodeState, dict[int, CodeState]]:
+             finish: Callable[[int, str, str], None],
+             given: tuple[gpus.Gpu, ...] = ()) -> tuple[CodeState, CodeState, dict[int, CodeState]]:
     """Start, patch and build every state in parallel; then check them in GSO's status order. Returns the
     base, the expert and the patches that passed their checks (the others get their status here)."""
     limits = replace(config.limits().for_task(None, task.memory), network=task.network == "allowed")
@@ -166,7 +172,7 @@ def _prepare(task: Task, items: list[tuple[int, str]], images: tuple[str, str], 
     def start(name: str, code: str | None) -> CodeState:
         expert_image, base_image = images  # only the expert's state starts where the expert's commit is
         box = sandboxes.start(expert_image if name == "commit" else base_image, limits,
-                              labels={"optrunner.role": f"grade-{name}"})
+                              labels={"optrunner.role": f"grade-{name}"}, **({"gpus": given} if given else {}))
         boxes.append(box)
         # The expert's state: its commit checked out where the image has it (GSO), else its diff applied.
         expert_commit = task.opt_commit if name == "commit" else None

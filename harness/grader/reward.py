@@ -39,6 +39,7 @@ from typing import Any
 
 from harness.grader.anchors import Objective, calibrate, objective, read_metric
 from harness.grader.config import GradeConfig
+from harness import gpus
 from harness.grader.states import PATCH_PATH
 from harness.sandbox.interface import ExecResult, Freezable, Sandbox, SandboxError, pin_if_possible
 from harness.sandbox.providers import SandboxProvider
@@ -99,9 +100,14 @@ def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig,
     report["base_successfully_run"] = True  # no base state is run: the untouched environment is the task's
     boxes: list[Sandbox] = []
     limits = replace(config.limits().for_task(task.cpus, task.memory), network=task.network == "allowed")
+    # A GPU task's session has its GPUs to itself (in place, the agent's rollout holds them: none more)
+    given = gpus.machine_pool().acquire(task.gpus, task.gpu_types) if agents_box is None else ()
+    if given:
+        report["gpus"] = [gpu.record() for gpu in given]
 
     def start(role: str) -> Sandbox:
-        box = sandboxes.start(image, limits, labels={"optrunner.role": f"grade-{role}"})
+        box = sandboxes.start(image, limits, labels={"optrunner.role": f"grade-{role}"},
+                              **({"gpus": given} if given else {}))
         boxes.append(box)
         return box
 
@@ -163,6 +169,7 @@ def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig,
                 box.close()
             except SandboxError:
                 pass
+        gpus.machine_pool().release(given)
         report["wall_time_s"] = round(time.monotonic() - started, 2)
 
 
