@@ -160,3 +160,34 @@ def test_a_bwrap_sandbox_shows_cuda_its_own_gpus(tmp_path: Path) -> None:
         assert (box.exec("test -e /dev/nvidia7").exit_code == 0) == present
     finally:
         box.close()
+
+
+# A run's readings as a GPU machine records them (before, after): a warm GPU that hit its power cap.
+RECORDED = [{"sm_clock_mhz": 1755, "memory_clock_mhz": 2619, "temperature_c": 41, "power_w": 118.2, "reasons": []},
+            {"sm_clock_mhz": 1410, "memory_clock_mhz": 2619, "temperature_c": 63, "power_w": 699.5,
+             "reasons": ["sw_power_cap", "applications_clocks_setting"]}]
+
+
+def test_throttle_reasons_are_named_from_nvmls_bits() -> None:
+    from harness.gpus.clocks import reasons_of
+    assert reasons_of(0) == ()
+    assert reasons_of(0x1 | 0x4 | 0x40) == ("gpu_idle", "sw_power_cap", "hw_thermal_slowdown")
+    assert reasons_of(0x2 | 0x1000) == ("applications_clocks_setting", "0x1000")
+
+
+def test_a_run_that_throttled_is_told_from_recorded_readings() -> None:
+    from harness.gpus.clocks import Reading, slowdowns
+    before, after = (Reading.from_record(r) for r in RECORDED)
+    assert after.record() == RECORDED[1]
+    assert slowdowns(before, after) == ["sw_power_cap"]  # a set clock is no slowdown
+    assert slowdowns(before, None) == []
+
+
+def test_clock_locking_says_what_it_did_where_it_cannot_lock() -> None:
+    from harness.gpus.clocks import ClockLock, read
+    with ClockLock(()) as lock:
+        assert lock.policy == "default clocks (no GPU)"
+    if not gpus.inventory():  # no NVML or no GPU here: nothing locked, and said so
+        with ClockLock((H100[0],)) as lock:
+            assert lock.policy.startswith("default clocks (")
+        assert read(H100[0]) is None
