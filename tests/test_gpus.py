@@ -191,3 +191,12 @@ def test_clock_locking_says_what_it_did_where_it_cannot_lock() -> None:
         with ClockLock((H100[0],)) as lock:
             assert lock.policy.startswith("default clocks (")
         assert read(H100[0]) is None
+
+
+def test_a_process_given_some_gpus_by_its_scheduler_pools_only_those() -> None:
+    try:
+        pool = gpus.restrict(["1"], machine=MIXED)  # Ray's get_gpu_ids(): indexes (or UUIDs)
+        assert pool.gpus == (MIXED[1],) and gpus.machine_pool() is pool
+        assert gpus.restrict(["GPU-cccc"], machine=MIXED).gpus == (MIXED[0],)
+    finally:
+        gpus.restrict([g.index for g in gpus.inventory()])  # this machine's own again

@@ -141,7 +141,25 @@ class GpuPool:
             return tuple(self._free)
 
 
-@lru_cache(maxsize=1)
+_pool: GpuPool | None = None
+_pool_lock = threading.Lock()
+
+
 def machine_pool() -> GpuPool:
     """This process's pool of the machine's GPUs (every rollout of a run draws from it)."""
-    return GpuPool(inventory())
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = GpuPool(inventory())
+        return _pool
+
+
+def restrict(ids: Sequence[int | str], machine: Sequence[Gpu] | None = None) -> GpuPool:
+    """This process's pool made of the GPUs `ids` only (indexes or UUIDs): those a scheduler gave the process
+    (Ray's `get_gpu_ids()`), so that two processes on one machine never lease the same GPU."""
+    global _pool
+    wanted = {str(i) for i in ids}
+    chosen = [g for g in (inventory() if machine is None else machine) if str(g.index) in wanted or g.uuid in wanted]
+    with _pool_lock:
+        _pool = GpuPool(chosen)
+        return _pool

@@ -153,7 +153,8 @@ class RayExecutor:
                     cancelled = True
             while queue and len(pending) < self.conf.parallel:
                 job = queue.popleft()
-                pending[self._rollout.remote(self._conf, run_id, job, self.board, self.limiter, self.depot)] = (
+                rollout = self._rollout.options(num_gpus=job.task.gpus) if job.task.gpus else self._rollout
+                pending[rollout.remote(self._conf, run_id, job, self.board, self.limiter, self.depot)] = (
                     job, time.monotonic())
             if pending:
                 ready, _ = ray.wait(list(pending), num_returns=1, timeout=TICK_S)
@@ -205,7 +206,9 @@ class RayExecutor:
                      log: Callable[[str], None]) -> Iterator[tuple[int, list[dict[str, Any]]]]:
         import ray
 
-        refs = {self._timing.remote(job, self.depot): i for i, job in enumerate(jobs)}
+        # (a GPU task's session on a node with its GPUs, which Ray holds for it meanwhile)
+        timing = [self._timing.options(num_gpus=job.task.gpus) if job.task.gpus else self._timing for job in jobs]
+        refs = {timing[i].remote(job, self.depot): i for i, job in enumerate(jobs)}
         try:
             while refs:
                 ready, _ = ray.wait(list(refs), num_returns=1, timeout=TICK_S)

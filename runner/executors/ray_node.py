@@ -18,6 +18,7 @@ from typing import Any
 
 import ray
 
+from harness import gpus
 from runner.config import RunConf
 from runner.grading import TimingJob
 from runner.rollout import RUN_LABEL, Interrupted, Live, RolloutJob, RolloutResult, RolloutRunner
@@ -58,6 +59,8 @@ def run_rollout(conf: RunConf, run_id: str, job: RolloutJob, board: Any, limiter
     from runner.executors.ray_actors import share_limiter
 
     share_limiter(limiter)
+    if job.task.gpus:  # the GPUs Ray gave this task are this process's whole pool
+        gpus.restrict(ray.get_gpu_ids())
     live = Live(job.task.id, job.index)
     if ray.get(board.sync.remote(job.key, live.snapshot())) is not None:
         return None  # stopped while queued
@@ -93,6 +96,8 @@ def time_patches(job: TimingJob, depot: Any) -> list[dict[str, Any]]:
     from harness.grader.grade import grade_patches
     from harness.sandbox.providers import provider
 
+    if job.task.gpus:
+        gpus.restrict(ray.get_gpu_ids())
     for image in {job.image, job.base_image} - {""}:
         ensure_image(image, depot, job.provider)
     return grade_patches(job.task, list(job.patches), job.image, job.config, instance_id=job.task.id,
