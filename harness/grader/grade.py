@@ -39,6 +39,7 @@ from harness.grader.config import MEASURED, GradeConfig
 from harness.grader.states import PATCH_PATH, CodeState, StepFailed, Stop, copy_references, prepare_state, reason_of, \
     run_test_script
 from harness import gpus
+from harness.gpus.clocks import ClockLock
 from harness.grader.freeze import build_review
 from harness.grader.guards import clock_review, hook_review, leftover_review, static_review
 from harness.grader.isolation import Outside
@@ -122,11 +123,16 @@ def _session(task: Task, items: list[tuple[int, str]], reports: list[dict[str, A
         reasons, signals = static_review(code, task)
         reports[i]["hack"] = {"suspect": bool(reasons), "reasons": reasons, "signals": signals}
     given = gpus.machine_pool().acquire(task.gpus, task.gpu_types)  # a GPU task's session: its GPUs to itself
+    policy = ""
     try:
         base, commit, patched = _prepare(task, items, images, config, reports, boxes, log, sandboxes, finish,
                                          given)
         if patched:
-            timed = time_session(task, base, commit, list(patched.values()), config, log)
+            with ClockLock(given) as clocks:  # a GPU task's SM clock locked for its timing, where allowed
+                timed = time_session(task, base, commit, list(patched.values()), config, log)
+            if given:
+                log(f"[{task.id}] GPU clocks: {clocks.policy}")
+                policy = clocks.policy
             for i, state in patched.items():
                 if state.name in timed.failed:
                     finish(i, "test_failed", reason_of(timed.failed[state.name], "patch"))
@@ -155,7 +161,7 @@ def _session(task: Task, items: list[tuple[int, str]], reports: list[dict[str, A
         gpus.machine_pool().release(given)
     wall = round(time.monotonic() - started, 2)
     session = {"id": uuid.uuid4().hex[:12], "patches": len(items), "wall_time_s": wall,
-               **({"gpus": [gpu.record() for gpu in given]} if given else {})}
+               **({"gpus": [gpu.record() for gpu in given], "gpu_clocks": policy} if given else {})}
     for i, _ in items:
         reports[i]["wall_time_s"] = round(wall / len(items), 2)  # this patch's share of the session
         reports[i]["session"] = session
