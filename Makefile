@@ -7,7 +7,7 @@ TASKS  ?= suite
 
 GSOBENCH := $(VENV)/gsobench
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-.PHONY: venv docker images gsobench browser hostpython test unit lint docs wheel-check demo bench cleanup
+.PHONY: venv docker images gsobench browser hostpython cputorch test unit lint docs wheel-check demo bench cleanup
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
@@ -42,12 +42,19 @@ hostpython:
 	@/usr/bin/python3 -c 'import numpy' 2>/dev/null || { $(SUDO) apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-numpy >/dev/null; }
 
-test: images gsobench browser hostpython
+# torch's CPU build for the GPU timing helper's CPU tests (tests/test_gpukit.py): the wheel this kind of
+# machine keeps in /opt/wheels (a plain `pip install torch` would fetch a CUDA build of gigabytes); elsewhere
+# those tests skip.
+cputorch: venv
+	@$(PY) -c 'import torch' 2>/dev/null || { ls /opt/wheels/torch-*+cpu-*.whl >/dev/null 2>&1 && \
+	  $(PY) -m pip install -q /opt/wheels/torch-*+cpu-*.whl; } || echo "no CPU torch here: tests/test_gpukit.py skips"
+
+test: images gsobench browser hostpython cputorch
 	$(PY) -m pytest -q
 
 # The tests that need no Docker engine (under a minute): config refusals, metrics, parsers, the CLI; spread
 # over the CPUs (they share no state but their own temporary folders).
-unit: venv gsobench browser hostpython
+unit: venv gsobench browser hostpython cputorch
 	$(PY) -m pytest -q -m "not docker" -n auto
 
 lint: venv

@@ -79,7 +79,8 @@ def misfit(count: int, types: Sequence[str], gpus: Sequence[Gpu]) -> str | None:
 
 
 # What every CUDA process opens besides its GPUs' own /dev/nvidia<index> (those present are bound)
-CONTROL_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset")
+CONTROL_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset",
+                 "/dev/nvidia-caps")
 
 
 def device_nodes(gpus: Sequence[Gpu]) -> list[str]:

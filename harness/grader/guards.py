@@ -34,7 +34,7 @@ from harness.grader.patch_paths import read_section, sections
 from harness.tasks.task import Task
 
 PROTECTED = ("sitecustomize.py", "*/sitecustomize.py", "usercustomize.py", "*/usercustomize.py", "site.py",
-             "*.pth", "perfkit.py", "*/perfkit.py")
+             "*.pth", "perfkit.py", "*/perfkit.py", "gpukit.py", "*/gpukit.py")
 CLOCK_FRACTION = 0.25
 CLOCK_MIN_S = 0.02
 SPREAD_MADS = 4.0

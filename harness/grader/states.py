@@ -27,6 +27,7 @@ HIDDEN_DIR = "/hidden_tests"
 REF_DIR = f"{HIDDEN_DIR}/refs"
 PATCH_PATH = "/tmp/.optrunner.patch"
 PERFKIT = Path(__file__).with_name("perfkit.py")
+GPUKIT = Path(__file__).with_name("gpukit.py")
 # GSO's cascade (its apply_patch helper): strict first, then progressively more forgiving.
 APPLY_CASCADE = (
     "git apply --verbose {p}",
@@ -130,10 +131,12 @@ def checkout(sandbox: Sandbox, commit: str, timeout: float = 300) -> None:
 
 
 def install_tests(sandbox: Sandbox, task: Task) -> dict[str, str]:
-    """Copy the hidden tests (and perfkit.py) into the sandbox in one transfer; returns their digests
-    (path -> sha256, taken here on the host)."""
+    """Copy the hidden tests (and perfkit.py, and a GPU task's gpukit.py) into the sandbox in one transfer;
+    returns their digests (path -> sha256, taken here on the host)."""
     files = {posixpath.join(task.test_dir, name): data for name, data in task.hidden_files}
     files[f"{HIDDEN_DIR}/perfkit.py"] = PERFKIT.read_bytes()
+    if task.gpus:  # GPU tasks' tests time with gpukit (CUDA events), beside perfkit
+        files[f"{HIDDEN_DIR}/gpukit.py"] = GPUKIT.read_bytes()
     sandbox.write_files(files)
     sandbox.exec(f"mkdir -p {REF_DIR}", timeout=30)
     return {path: digest(data if isinstance(data, bytes) else data.encode()) for path, data in files.items()}
