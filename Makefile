@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,ray,docs,lint,bwrap]'
+	$(PY) -m pip install -q -e '.[test,ray,docs,lint,bwrap,gpu]'
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 venv: $(STAMP)
