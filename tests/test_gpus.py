@@ -200,3 +200,23 @@ def test_a_process_given_some_gpus_by_its_scheduler_pools_only_those() -> None:
         assert gpus.restrict(["GPU-cccc"], machine=MIXED).gpus == (MIXED[0],)
     finally:
         gpus.restrict([g.index for g in gpus.inventory()])  # this machine's own again
+
+
+def test_the_gpu_family_times_with_gpukit_and_declares_its_gpu() -> None:
+    from harness.tasks.folder import GPU_SUITE_DIR, load_dir_all
+    family = load_dir_all(GPU_SUITE_DIR)  # (loading checks each expert patch applies)
+    assert family and all(t.gpus == 1 and "gpu" in t.tags for t in family)
+    for task in family:
+        assert (task.path / "weaker.patch").is_file(), task.id  # type: ignore[operator]
+        for name, data in task.hidden_files:
+            if name.startswith("test_"):
+                assert b"gpukit.time_experiment(" in data, (task.id, name)
+
+
+@no_gpu_here
+def test_tasks_gpu_is_skipped_in_one_line_each_where_there_is_no_gpu(capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.tasks.folder import GPU_SUITE_DIR, load_dir_all
+    with pytest.raises(TaskError, match=r"every task was skipped \(\d+ need GPUs this machine lacks\)"):
+        select_tasks("gpu")
+    skipped = [line for line in capsys.readouterr().err.splitlines() if "skipped, it needs 1 GPU(s)" in line]
+    assert len(skipped) == len(load_dir_all(GPU_SUITE_DIR))

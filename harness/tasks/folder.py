@@ -21,6 +21,7 @@ from harness import gpus
 from harness.tasks.task import DEFAULT_TEST_TIMEOUT, Task, TaskError, refuse_links_out
 
 SUITE_DIR = Path(__file__).resolve().parent.parent / "suite"
+GPU_SUITE_DIR = SUITE_DIR.with_name("suite_gpu")  # tasks=gpu: the GPU task family (gpus: 1 each)
 LANGUAGES = {"python", "c", "cpp", "cython", "rust"}
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
@@ -164,7 +165,7 @@ def on_this_machine(tasks: list[Task], asked_by_name: bool = False) -> list[Task
 
 
 def select_tasks(selector: str = "suite", suite_dir: Path = SUITE_DIR) -> list[Task]:
-    """`suite`, `smoke`, a comma-separated list of suite ids, or a path to a folder of tasks."""
+    """`suite`, `smoke`, `gpu`, a comma-separated list of suite ids, or a path to a folder of tasks."""
     selector = selector.strip()
     looks_like_path = selector.startswith((".", "~", "/")) or "/" in selector
     if looks_like_path or (selector not in ("suite", "smoke") and "," not in selector
@@ -173,6 +174,8 @@ def select_tasks(selector: str = "suite", suite_dir: Path = SUITE_DIR) -> list[T
         if not as_path.is_dir():
             raise TaskError(f"--tasks {selector}: no such directory")
         return load_dir(as_path)
+    if selector == "gpu":  # the GPU task family: skipped, each in one line, where there is no GPU
+        return load_dir(GPU_SUITE_DIR)
     suite = load_dir_all(suite_dir)
     if selector == "suite":
         return on_this_machine(suite)
