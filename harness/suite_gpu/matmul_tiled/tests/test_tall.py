@@ -1,0 +1,29 @@
+"""A 4096 x 1024 by 1024 x 4096 product (an outer-product shape)."""
+import torch
+
+import gpukit
+import perfkit
+import tilemm
+
+
+def setup():
+    generator = torch.Generator(device="cuda").manual_seed(32)
+    a = torch.randn(4096, 1024, device="cuda", generator=generator)
+    b = torch.randn(1024, 4096, device="cuda", generator=generator)
+    return a, b
+
+
+def experiment(data):
+    return tilemm.matmul(*data)
+
+
+def check_equivalence(reference, current):
+    gpukit.check_close(reference, current, rtol=1e-3, atol=1e-3)  # (sums in another order)
+
+
+def run_test(eqcheck=False, reference=False, prefix=""):
+    return gpukit.time_experiment(globals(), eqcheck, reference, prefix, reps=10)
+
+
+if __name__ == "__main__":
+    perfkit.main(run_test)
