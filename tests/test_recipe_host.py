@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.sandbox.bwrap.rootfs import DEFAULT_PATH
 from harness.sandbox.bwrap.recipe import Refused, instructions, read, substitute, system_packages
 
 
@@ -99,3 +100,12 @@ def test_what_cannot_be_built_over_the_host_is_refused_in_one_line(tmp_path: Pat
 def test_the_host_package_check_asks_dpkg() -> None:
     from harness.sandbox.bwrap.recipe import host_has
     assert host_has(["coreutils", "no-such-package-optrunner"]) == ["no-such-package-optrunner"]
+
+
+def test_env_and_args_reach_later_steps_in_order(tmp_path: Path) -> None:
+    context = _context(tmp_path, "FROM a\nENV TOOLS=/opt/tools\nENV PATH=$TOOLS/bin:$PATH\nARG JOBS=4\n"
+                       "RUN make -j$JOBS\n")
+    (step,) = read(context, none_missing).steps
+    env = dict(step.env)
+    assert env["TOOLS"] == "/opt/tools" and env["JOBS"] == "4"
+    assert env["PATH"] == "/opt/tools/bin:" + DEFAULT_PATH  # $PATH: the host's, standing in for the image's

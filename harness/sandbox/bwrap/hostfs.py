@@ -241,8 +241,10 @@ def _harbor(task: "Task", progress: Progress) -> TaskImages:
             if step.kind == "copy":
                 box.unpack(step.archive, "/")
                 continue
-            done = box.exec(step.command, timeout=task.build_timeout, cwd=step.workdir,
-                            env={"PATH": rootfs.DEFAULT_PATH, **dict(step.env)})
+            # (exported after the login shell's profile, which resets PATH: a RUN sees the recipe's ENV, as in
+            # Docker, whose RUN is no login shell)
+            exports = "".join(f"export {name}={shlex.quote(value)}; " for name, value in step.env)
+            done = box.exec(exports + step.command, timeout=task.build_timeout, cwd=step.workdir)
             if done.exit_code != 0:
                 tail = done.output.strip()[-500:]
                 raise ImageBuildError(f"task {task.id}: '{step.text[:120]}' failed over this host's system (exit "

@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.sandbox.bwrap.rootfs import DEFAULT_PATH
+
 IGNORED = {"CMD", "ENTRYPOINT", "EXPOSE", "LABEL", "VOLUME", "HEALTHCHECK", "STOPSIGNAL", "MAINTAINER", "ONBUILD"}
 # A shell command of a system package manager (with its arguments, up to the next ; & | or line end).
 _APT = re.compile(r"(?:\b[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*\b(apt-get|apt|aptitude)\s+([^;&|\n]*)")
@@ -193,7 +195,7 @@ def read(context: Path, has: Callable[[list[str]], list[str]] = host_has) -> Rec
     args: dict[str, str] = {}
     stages = 0
     for keyword, rest, whole in instructions(text):
-        values = {**args, **recipe.env}
+        values = {"PATH": DEFAULT_PATH, **args, **recipe.env}  # ($PATH: the host's, where the base image's was)
         if keyword == "FROM":
             stages += 1
             if stages > 1:
@@ -222,7 +224,7 @@ def read(context: Path, has: Callable[[list[str]], list[str]] = host_has) -> Rec
             command = shlex.join(json.loads(rest)) if rest.startswith("[") else rest
             command, changes = system_packages(command, whole, has)
             recipe.adapted += changes
-            env = {**args, **recipe.env}
+            env = {"PATH": DEFAULT_PATH, **args, **recipe.env}
             recipe.steps.append(Step("run", whole, recipe.workdir, tuple(env.items()), command=command))
         elif keyword == "USER":
             if substitute(rest, values).split(":")[0] not in ("root", "0"):
