@@ -193,9 +193,7 @@ class BwrapSandbox:
         """A System V segment no process holds is removed (no cache across a grader's fenced runs), as on
         Docker; set from the host in the sandbox's own IPC namespace (root only; else left as it is)."""
         if os.geteuid() == 0:
-            # (by another user, the ipc namespace is joined through the sandbox's user namespace)
-            into = ["-i"] if os.getuid() == 0 else ["-U", "--preserve-credentials", "-i"]
-            subprocess.run([nsenter_path(), "-t", str(self._init), *into, "--", "sh", "-c",
+            subprocess.run([nsenter_path(), "-t", str(self._init), "-i", "--", "sh", "-c",
                             "echo 1 > /proc/sys/kernel/shm_rmid_forced"], capture_output=True, env=outside.host_env())
 
     def _log_line(self) -> str:
