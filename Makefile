@@ -7,7 +7,7 @@ TASKS  ?= suite
 
 GSOBENCH := $(VENV)/gsobench
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-.PHONY: venv docker images gsobench browser hostpython cputorch test unit lint docs wheel-check demo bench cleanup
+.PHONY: venv docker images gsobench browser hostpython cputorch gpu-wheels test unit lint docs wheel-check demo bench cleanup
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
@@ -56,6 +56,11 @@ test: images gsobench browser hostpython cputorch
 # over the CPUs (they share no state but their own temporary folders).
 unit: venv gsobench browser hostpython cputorch
 	$(PY) -m pytest -q -m "not docker" -n auto
+
+# A folder of wheels for tools/gpu_check.sh on a GPU machine without a package index, made here for its
+# Python (make gpu-wheels PYV=3.12 WHEELS=.gpu-wheels; the host's torch, triton and CUDA are its own).
+gpu-wheels: venv
+	tools/gpu_wheels.sh $(or $(WHEELS),.gpu-wheels) $(or $(PYV),3.12)
 
 lint: venv
 	$(PY) -m ruff check .

@@ -39,7 +39,8 @@ esac
 python3 -m venv --system-site-packages .gpu-venv
 PY=.gpu-venv/bin/python
 if [ -n "$WHEELS" ]; then
-  $PY -m pip install -q --no-index --find-links "$WHEELS" "optrunner[gpu,bwrap]"
+  # (every wheel of the folder, without resolving: it leaves out what the host has, tools/gpu_wheels.sh)
+  $PY -m pip install -q --no-index --no-deps "$WHEELS"/*.whl
 else
   $PY -m pip install -q -e ".[gpu,bwrap]"
 fi
