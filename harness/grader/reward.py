@@ -227,7 +227,7 @@ def _calibrate(task: Task, goal: Objective, patch_box: Sandbox, first: Verificat
         return _metric(done, goal)
 
     def no_metric(which: str, state: str) -> dict[str, Any]:
-        run = last[state].run  # (why: a base too slow for the verifier's limit here is the usual case)
+        run = last[state].run  # (why it has none: the verifier's timeout, or how it ended)
         outcome = (f"it ran past the verifier's {check.timeout:g} s" if run.timed_out else
                    f"exit {run.exit_code}: {(run.output.strip().splitlines() or [''])[-1][:160]}")
         return {"score": None, "reason": f"{which} run reported no numeric {goal.metric!r} ({outcome})"}
