@@ -36,28 +36,36 @@ class Gpu:
         return not types or any(t.lower() in self.name.lower() for t in types)
 
 
+@contextmanager
+def nvml() -> Iterator[Any]:
+    """NVML (the `pynvml` module) initialized for the block; None where there is no nvidia-ml-py or no
+    driver (never an error)."""
+    try:
+        import pynvml  # type: ignore[import-not-found,import-untyped]
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - ImportError, or NVMLError without a driver
+        yield None
+        return
+    try:
+        yield pynvml
+    finally:
+        pynvml.nvmlShutdown()
+
+
 @lru_cache(maxsize=1)
 def inventory() -> tuple[Gpu, ...]:
     """The GPUs NVML reports on this machine; () where there is no nvidia-ml-py or no driver."""
-    try:
-        import pynvml  # type: ignore[import-not-found,import-untyped]
-    except ImportError:
-        return ()
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError:
-        return ()
-    try:
+    with nvml() as lib:
+        if lib is None:
+            return ()
         out = []
-        for index in range(pynvml.nvmlDeviceGetCount()):
-            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            name, uuid = pynvml.nvmlDeviceGetName(handle), pynvml.nvmlDeviceGetUUID(handle)
-            memory = pynvml.nvmlDeviceGetMemoryInfo(handle).total // 2**20
+        for index in range(lib.nvmlDeviceGetCount()):
+            handle = lib.nvmlDeviceGetHandleByIndex(index)
+            name, uuid = lib.nvmlDeviceGetName(handle), lib.nvmlDeviceGetUUID(handle)
+            memory = lib.nvmlDeviceGetMemoryInfo(handle).total // 2**20
             out.append(Gpu(index, uuid.decode() if isinstance(uuid, bytes) else uuid,
                            name.decode() if isinstance(name, bytes) else name, int(memory)))
         return tuple(out)
-    finally:
-        pynvml.nvmlShutdown()
 
 
 def describe(gpus: Sequence[Gpu]) -> str:

@@ -16,7 +16,7 @@ import threading
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from harness.gpus import Gpu
+from harness.gpus import Gpu, nvml
 
 # NVML's clocks-event ("throttle") reason bits, by name
 REASONS = {0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
@@ -58,22 +58,18 @@ def slowdowns(*readings: Reading | None) -> list[str]:
 
 def read(gpu: Gpu) -> Reading | None:
     """`gpu`'s state now; None where NVML cannot say."""
-    try:
-        import pynvml  # type: ignore[import-not-found,import-untyped]
-        pynvml.nvmlInit()
-    except (ImportError, Exception):  # noqa: BLE001 - no package, no driver: nothing to read
-        return None
-    try:
-        handle = pynvml.nvmlDeviceGetHandleByUUID(gpu.uuid)
-        return Reading(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
-                       pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM),
-                       pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU),
-                       pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,
-                       reasons_of(pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle)))
-    except pynvml.NVMLError:
-        return None
-    finally:
-        pynvml.nvmlShutdown()
+    with nvml() as lib:
+        if lib is None:
+            return None
+        try:
+            handle = lib.nvmlDeviceGetHandleByUUID(gpu.uuid)
+            return Reading(lib.nvmlDeviceGetClockInfo(handle, lib.NVML_CLOCK_SM),
+                           lib.nvmlDeviceGetClockInfo(handle, lib.NVML_CLOCK_MEM),
+                           lib.nvmlDeviceGetTemperature(handle, lib.NVML_TEMPERATURE_GPU),
+                           lib.nvmlDeviceGetPowerUsage(handle) / 1000.0,
+                           reasons_of(lib.nvmlDeviceGetCurrentClocksThrottleReasons(handle)))
+        except lib.NVMLError:
+            return None
 
 
 class ClockLock:
@@ -89,27 +85,24 @@ class ClockLock:
     def __enter__(self) -> "ClockLock":
         if not self.gpus:
             return self
-        try:
-            import pynvml  # type: ignore[import-not-found,import-untyped]
-            pynvml.nvmlInit()
-        except (ImportError, Exception) as err:  # noqa: BLE001 - no NVML: clocks as they are
-            self.policy = f"default clocks (NVML unavailable: {type(err).__name__})"
-            return self
-        try:
-            clocks = []
-            for gpu in self.gpus:
-                handle = pynvml.nvmlDeviceGetHandleByUUID(gpu.uuid)
-                mhz = pynvml.nvmlDeviceGetDefaultApplicationsClock(handle, pynvml.NVML_CLOCK_GRAPHICS)
-                pynvml.nvmlDeviceSetGpuLockedClocks(handle, mhz, mhz)
-                with self._guard:
-                    self._locked.add(gpu.uuid)
-                clocks.append(f"{mhz} MHz")
-            self.policy = f"SM clock locked at {', '.join(clocks)}"
-        except pynvml.NVMLError as err:
-            self._restore()
-            self.policy = f"default clocks (locking not allowed here: {err})"
-        finally:
-            pynvml.nvmlShutdown()
+        with nvml() as lib:
+            if lib is None:
+                self.policy = "default clocks (NVML unavailable)"
+                return self
+            try:
+                clocks = []
+                for gpu in self.gpus:
+                    handle = lib.nvmlDeviceGetHandleByUUID(gpu.uuid)
+                    mhz = lib.nvmlDeviceGetDefaultApplicationsClock(handle, lib.NVML_CLOCK_GRAPHICS)
+                    lib.nvmlDeviceSetGpuLockedClocks(handle, mhz, mhz)
+                    with self._guard:
+                        self._locked.add(gpu.uuid)
+                    clocks.append(f"{mhz} MHz")
+                self.policy = f"SM clock locked at {', '.join(clocks)}"
+            except lib.NVMLError as err:
+                self.policy = f"default clocks (locking not allowed here: {err})"
+        if not self.policy.startswith("SM clock locked"):
+            self._restore()  # (the GPUs locked before the one that refused)
         return self
 
     def __exit__(self, *_exc: object) -> None:
@@ -124,21 +117,16 @@ class ClockLock:
 
 def reset(uuids: list[str]) -> None:
     """Give the GPUs `uuids` their default clocks back (what a lock changed)."""
-    try:
-        import pynvml  # type: ignore[import-not-found,import-untyped]
-        pynvml.nvmlInit()
-    except (ImportError, Exception):  # noqa: BLE001 - nothing was locked without NVML
-        return
-    try:
+    with nvml() as lib:
+        if lib is None:  # (nothing was locked without NVML)
+            return
         for uuid in uuids:
             try:
-                pynvml.nvmlDeviceResetGpuLockedClocks(pynvml.nvmlDeviceGetHandleByUUID(uuid))
-            except pynvml.NVMLError:
+                lib.nvmlDeviceResetGpuLockedClocks(lib.nvmlDeviceGetHandleByUUID(uuid))
+            except lib.NVMLError:
                 pass
             with ClockLock._guard:
                 ClockLock._locked.discard(uuid)
-    finally:
-        pynvml.nvmlShutdown()
 
 
 @atexit.register
