@@ -72,11 +72,11 @@ def ensure_layers(task: "Task", progress: Progress = print) -> TaskImages:
     """`task`'s layers over this host (built when not cached), named as the Docker provider's images are."""
     from harness.sandbox.docker.images import repo_tar, task_image_tag
 
+    if task.environment is not None:  # (its recipe's refusals come from reading it, in _harbor)
+        return _harbor(task, progress)
     why = refusal(task)
     if why:
         raise ImageBuildError(why)
-    if task.environment is not None:
-        return _harbor(task, progress)
     inputs = task_image_tag(task, "host")
     if task.base_commit:
         grading = _layer(task, "task", inputs, None, f"[{task.id}] building its layer over this host",
@@ -155,14 +155,12 @@ def _commands(task: "Task", box: "BwrapSandbox", progress: Progress) -> None:
 
 def _image_env(box: "BwrapSandbox", task: "Task") -> dict[str, str]:
     """What a task image's shells get (images.IMAGE_ENV), with the task's venv first when it has one."""
-    from harness.sandbox.docker.images import IMAGE_ENV, VENV
+    from harness.sandbox.docker.images import IMAGE_ENV, VENV_FOUND, VENV_PROFILE, venv_env
 
     env = {"PATH": rootfs.DEFAULT_PATH, **IMAGE_ENV}
-    if box.exec(f"test -x {VENV}/bin/python", timeout=60).exit_code == 0:
-        script = f"export VIRTUAL_ENV={VENV}\\nexport PATH={VENV}/bin:$PATH\\n"
-        _run(task, box, f"mkdir -p /etc/profile.d && printf '{script}' > /etc/profile.d/zz-task-venv.sh",
-             "venv activation", cwd="/")
-        env.update({"VIRTUAL_ENV": VENV, "PATH": f"{VENV}/bin:{rootfs.DEFAULT_PATH}"})
+    if "optrunner-venv" in _run(task, box, VENV_FOUND, "venv activation", cwd="/"):
+        _run(task, box, VENV_PROFILE, "venv activation", cwd="/")
+        env.update(venv_env(rootfs.DEFAULT_PATH))
     return env
 
 
@@ -222,7 +220,10 @@ def _harbor(task: "Task", progress: Progress) -> TaskImages:
     from harness.sandbox.docker.workspace import GIT_DIR, PINS, SNAPSHOT, parse_pins, pins_command
 
     assert task.environment is not None
-    steps = recipe.read(task.environment)
+    try:
+        steps = recipe.read(task.environment)
+    except recipe.Refused as why:
+        raise ImageBuildError(f"task {task.id}: {why}") from None
     pinned = task.reward_check.pinned if task.reward_check else ()
     context = sorted(p for p in task.environment.rglob("*") if p.is_file())
     inputs = hashlib.sha256(b"".join([SNAPSHOT.encode(), PINS.encode(), json.dumps([pinned, steps.adapted]).encode()]

@@ -243,15 +243,25 @@ def ensure_task_image(client: docker.DockerClient, task: Task, base_tag: str, pr
     return tag
 
 
+# The task's virtualenv made every shell's python (both providers): found by a token (login shells may print
+# errors of an image's profile scripts), then a profile.d script for login shells (/etc/profile resets PATH)
+# beside the image ENV that `venv_env` gives.
+VENV_FOUND = f"test -x {VENV}/bin/python && echo optrunner-venv || true"
+VENV_PROFILE = (f"mkdir -p /etc/profile.d && printf 'export VIRTUAL_ENV={VENV}\\nexport PATH={VENV}/bin:$PATH\\n' "
+                "> /etc/profile.d/zz-task-venv.sh")
+
+
+def venv_env(path: str = DEFAULT_PATH) -> dict[str, str]:
+    return {"VIRTUAL_ENV": VENV, "PATH": f"{VENV}/bin:{path}"}
+
+
 def activate_venv(container: Container, what: str, path: str = DEFAULT_PATH) -> dict[str, str]:
     """Make the task's virtualenv, if it has one, every shell's python: the image ENV to commit (returned,
-    with `path` after the venv) and /etc/profile.d for login shells (/etc/profile resets PATH)."""
-    # (login shells may print errors of an image's profile scripts: look for a token, not for output)
-    if "optrunner-venv" not in run_step(container, f"test -x {VENV}/bin/python && echo optrunner-venv || true", what):
+    with `path` after the venv) and /etc/profile.d for login shells."""
+    if "optrunner-venv" not in run_step(container, VENV_FOUND, what):
         return {}
-    run_step(container, f"mkdir -p /etc/profile.d && printf 'export VIRTUAL_ENV={VENV}\\n"
-             f"export PATH={VENV}/bin:$PATH\\n' > /etc/profile.d/zz-task-venv.sh", what)
-    return {"VIRTUAL_ENV": VENV, "PATH": f"{VENV}/bin:{path}"}
+    run_step(container, VENV_PROFILE, what)
+    return venv_env(path)
 
 
 def _checkout_history(container: Container, task: Task) -> str:
