@@ -98,7 +98,7 @@ def _layer(task: "Task", kind: str, inputs: str, parent: str | None, say: str, b
     """The name of a layer over the host (on `parent`'s layers, if any), built by `build` when not cached."""
     from harness.sandbox.bwrap.sandbox import BwrapSandbox
 
-    parent_ident = json.loads(rootfs.name_file(parent).read_text())["id"] if parent else ""
+    parent_ident = rootfs.ident_of(parent) if parent else ""
     digest = hashlib.sha256("\n".join([VERSION, kind, inputs, host_identity(), parent_ident]).encode()).hexdigest()[:16]
     name, ident = f"host/{kind}-{task.id.lower()}:{digest}", f"host-{digest}"
     if (ROOTFS / ident / "meta.json").is_file():

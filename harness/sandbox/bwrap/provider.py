@@ -5,7 +5,6 @@ once to a directory (rootfs.py) that sandboxes start from; starting a sandbox ne
 """
 from __future__ import annotations
 
-import json
 import subprocess
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -78,7 +77,7 @@ class BwrapProvider:
 
     def image_id(self, name: str) -> str | None:
         try:
-            return json.loads(rootfs.name_file(name).read_text())["id"]
+            return rootfs.ident_of(name)
         except (OSError, ValueError, KeyError):
             return None
 

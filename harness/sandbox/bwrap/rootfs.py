@@ -68,10 +68,15 @@ def name_file(name: str) -> Path:
     return ROOTFS / "names" / (hashlib.sha256(name.encode()).hexdigest()[:32] + ".json")
 
 
+def ident_of(name: str) -> str:
+    """The directory (under ROOTFS) that image `name` is; OSError, ValueError or KeyError when none is named."""
+    return str(json.loads(name_file(name).read_text())["id"])
+
+
 def lookup(name: str) -> Rootfs:
     """The exported root file system of image `name`; SandboxError (one line) when there is none."""
     try:
-        ident = json.loads(name_file(name).read_text())["id"]
+        ident = ident_of(name)
         meta = json.loads((ROOTFS / ident / "meta.json").read_text())
     except (OSError, ValueError, KeyError):
         raise SandboxError(f"no root file system for {name!r} here; the bwrap provider exports it when it "
@@ -113,7 +118,7 @@ def host_rootfs(name: str, layers: tuple[Path, ...], meta: dict[str, Any]) -> Ro
 def current(name: str, image_id: str | None) -> bool:
     """Whether the directory named `name` is the export of the image with this id (a tag rebuilt is not)."""
     try:
-        return image_id is not None and json.loads(name_file(name).read_text())["id"] == image_id.split(":")[-1]
+        return image_id is not None and ident_of(name) == image_id.split(":")[-1]
     except (OSError, ValueError, KeyError):
         return False
 
@@ -186,7 +191,7 @@ _TAR = ["--numeric-owner", "--xattrs", "--xattrs-include=user.overlay.*", "--xat
 
 def pack(name: str) -> bytes:
     """The directory named `name`, with its meta and its name, as one tar (for another machine's cache)."""
-    ident = json.loads(name_file(name).read_text())["id"]
+    ident = ident_of(name)
     meta = json.loads((ROOTFS / ident / "meta.json").read_text())
     idents = [layer.name for layer in layer_chain(ident)] if meta.get("kind") == "host" else [ident]
     with tempfile.TemporaryDirectory(prefix="optrunner-pack-") as tmp:
