@@ -212,7 +212,7 @@ class RolloutRunner:
             sandbox = self.sandboxes.start(image, self.conf.sandbox.limits().for_task(task.cpus, task.memory),
                                            labels={RUN_LABEL: self.run_id, "optrunner.task": task.id,
                                                    "optrunner.rollout": str(live.index)},
-                                           **({"gpus": given} if given else {}))
+                                           gpus=given)
         except BaseException:
             gpus.machine_pool().release(given)
             raise

@@ -178,7 +178,7 @@ def _prepare(task: Task, items: list[tuple[int, str]], images: tuple[str, str], 
     def start(name: str, code: str | None) -> CodeState:
         expert_image, base_image = images  # only the expert's state starts where the expert's commit is
         box = sandboxes.start(expert_image if name == "commit" else base_image, limits,
-                              labels={"optrunner.role": f"grade-{name}"}, **({"gpus": given} if given else {}))
+                              labels={"optrunner.role": f"grade-{name}"}, gpus=given)
         boxes.append(box)
         # The expert's state: its commit checked out where the image has it (GSO), else its diff applied.
         expert_commit = task.opt_commit if name == "commit" else None

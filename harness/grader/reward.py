@@ -107,7 +107,7 @@ def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig,
 
     def start(role: str) -> Sandbox:
         box = sandboxes.start(image, limits, labels={"optrunner.role": f"grade-{role}"},
-                              **({"gpus": given} if given else {}))
+                              gpus=given)
         boxes.append(box)
         return box
 

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.tasks.task import Task
 from runner.config import ConfigError, ExecutorConf
 from runner.executors.base import TICK_S, Context, Running
 from runner.grading import TimingJob
@@ -77,6 +78,11 @@ def reachable(address: str, timeout_s: float = 5.0) -> None:
     except OSError as err:
         raise ConfigError(f"cannot reach the Ray cluster at {address!r} ({err.strerror or err}); start one with "
                           f"`{START_NODES}` or leave executor.address empty for a Ray on this machine") from None
+
+
+def _on_gpus(remote: Any, task: Task) -> Any:
+    """`remote` asking Ray for a GPU task's GPUs: it lands on a node that has them, held for it meanwhile."""
+    return remote.options(num_gpus=task.gpus) if task.gpus else remote
 
 
 class RayExecutor:
@@ -153,7 +159,7 @@ class RayExecutor:
                     cancelled = True
             while queue and len(pending) < self.conf.parallel:
                 job = queue.popleft()
-                rollout = self._rollout.options(num_gpus=job.task.gpus) if job.task.gpus else self._rollout
+                rollout = _on_gpus(self._rollout, job.task)
                 pending[rollout.remote(self._conf, run_id, job, self.board, self.limiter, self.depot)] = (
                     job, time.monotonic())
             if pending:
@@ -206,9 +212,7 @@ class RayExecutor:
                      log: Callable[[str], None]) -> Iterator[tuple[int, list[dict[str, Any]]]]:
         import ray
 
-        # (a GPU task's session on a node with its GPUs, which Ray holds for it meanwhile)
-        timing = [self._timing.options(num_gpus=job.task.gpus) if job.task.gpus else self._timing for job in jobs]
-        refs = {timing[i].remote(job, self.depot): i for i, job in enumerate(jobs)}
+        refs = {_on_gpus(self._timing, job.task).remote(job, self.depot): i for i, job in enumerate(jobs)}
         try:
             while refs:
                 ready, _ = ray.wait(list(refs), num_returns=1, timeout=TICK_S)
