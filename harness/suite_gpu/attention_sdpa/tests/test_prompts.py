@@ -4,6 +4,7 @@ import torch
 import gpukit
 import perfkit
 import tinylm
+from common import check_equivalence, experiment  # noqa: F401  (what is timed, how it compares)
 
 
 def setup():
@@ -11,15 +12,6 @@ def setup():
     generator = torch.Generator(device="cuda").manual_seed(21)
     tokens = torch.randint(0, 8192, (8, 1024), device="cuda", generator=generator)
     return model, tokens
-
-
-def experiment(data):
-    model, tokens = data
-    return model.next_token_logits(tokens)
-
-
-def check_equivalence(reference, current):
-    gpukit.check_close(reference, current, rtol=1e-3, atol=1e-3)
 
 
 def run_test(eqcheck=False, reference=False, prefix=""):
