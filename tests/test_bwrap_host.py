@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.sandbox.bwrap import registry, rootfs
-from harness.sandbox.bwrap.rootfs import OWN, ROOT, ROOTFS, SYSTEM, host_rootfs
+from harness.sandbox.bwrap.rootfs import ROOTFS, empty_layer, host_rootfs
 from harness.sandbox.bwrap.sandbox import BwrapSandbox
 from harness.sandbox.interface import SandboxUnavailable
 from harness.sandbox.providers import provider
@@ -54,9 +54,7 @@ def _layers_of(task_ids: set[str]) -> set[Path]:
 
 
 def test_a_tasks_layer_is_above_the_hosts_files(tmp_path: Path) -> None:
-    layer = tmp_path / "layer"
-    for top in (*SYSTEM, *OWN, ROOT):
-        (layer / top).mkdir(parents=True)
+    layer = empty_layer(tmp_path / "layer")
     (layer / "etc" / "passwd").write_text("from-the-layer\n")
     box = BwrapSandbox.start(host_rootfs("t", (layer,), {}))
     try:

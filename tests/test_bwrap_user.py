@@ -25,11 +25,9 @@ USER = "optrunner-sbx"
 SCRIPT = r'''
 import json, os, tempfile
 from pathlib import Path
-from harness.sandbox.bwrap.rootfs import OWN, ROOT, SYSTEM, host_rootfs
+from harness.sandbox.bwrap.rootfs import empty_layer, host_rootfs
 from harness.sandbox.bwrap.sandbox import BwrapSandbox
-layer = Path(tempfile.mkdtemp())
-for top in (*SYSTEM, *OWN, ROOT):
-    (layer / top).mkdir()
+layer = empty_layer(Path(tempfile.mkdtemp()) / "layer")
 (layer / "testbed" / "a.txt").write_text("hello\n")
 box = BwrapSandbox.start(host_rootfs("t", (layer,), {}))
 out = {"uid": os.getuid(), "directory": str(box.directory)}

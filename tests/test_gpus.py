@@ -141,7 +141,7 @@ def test_a_bwrap_sandbox_given_gpus_binds_their_nodes_only() -> None:
 
 def test_a_bwrap_sandbox_shows_cuda_its_own_gpus(tmp_path: Path) -> None:
     """Without a GPU here: the assignment reaches the sandbox (its environment), and no node is invented."""
-    from harness.sandbox.bwrap.rootfs import OWN, ROOT, SYSTEM, host_rootfs
+    from harness.sandbox.bwrap.rootfs import empty_layer, host_rootfs
     from harness.sandbox.bwrap.sandbox import BwrapSandbox
     from harness.sandbox.interface import SandboxUnavailable
     from harness.sandbox.providers import provider
@@ -150,10 +150,8 @@ def test_a_bwrap_sandbox_shows_cuda_its_own_gpus(tmp_path: Path) -> None:
         provider("bwrap").ensure_ready()
     except SandboxUnavailable as why:
         pytest.skip(str(why))
-    for top in (*SYSTEM, *OWN, ROOT):
-        (tmp_path / top).mkdir()
     gpu = Gpu(7, "GPU-7f00", "a GPU this machine does not have")
-    box = BwrapSandbox.start(host_rootfs("t", (tmp_path,), {}), gpus=[gpu])
+    box = BwrapSandbox.start(host_rootfs("t", (empty_layer(tmp_path / "layer"),), {}), gpus=[gpu])
     try:
         assert box.exec("echo $CUDA_VISIBLE_DEVICES").output.strip() == "GPU-7f00"
         present = Path("/dev/nvidia7").exists()

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import platform
 import shlex
 import shutil
@@ -29,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.sandbox.bwrap import recipe, rootfs
-from harness.sandbox.bwrap.rootfs import OWN, ROOT, ROOTFS, SYSTEM, host_rootfs, layer_chain
+from harness.sandbox.bwrap.rootfs import ROOTFS, empty_layer, host_rootfs, layer_chain
 from harness.sandbox.interface import (BASE_COMMIT_LABEL, GIT_DIR_LABEL, PINS_LABEL, WORKDIR_LABEL, ImageBuildError,
                                        SandboxLimits, TaskImages)
 from harness.sandbox.providers import Progress
@@ -107,9 +106,7 @@ def _layer(task: "Task", kind: str, inputs: str, parent: str | None, say: str, b
     ROOTFS.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".host-", dir=ROOTFS))
     try:
-        for top in (*SYSTEM, *OWN, ROOT):
-            (work / top).mkdir()
-        os.chmod(work / "tmp", 0o1777)  # (as an image's /tmp: the fenced test processes write there)
+        empty_layer(work)
         under = rootfs.lookup(parent) if parent else None
         layers = (work, *(layer_chain(parent_ident) if parent else ()))  # (work: empty until the build is done)
         base_env = under.env if under else {"PATH": rootfs.DEFAULT_PATH}

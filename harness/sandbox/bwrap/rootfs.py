@@ -100,6 +100,15 @@ def layer_chain(ident: str) -> tuple[Path, ...]:
     return tuple(chain)
 
 
+def empty_layer(path: Path) -> Path:
+    """`path` made an empty layer over the host: a folder for each of its mounts, /tmp world-writable as an
+    image's (the grader's fenced test processes write there)."""
+    for top in (*SYSTEM, *OWN, ROOT):
+        (path / top).mkdir(parents=True)
+    os.chmod(path / "tmp", 0o1777)
+    return path
+
+
 def host_rootfs(name: str, layers: tuple[Path, ...], meta: dict[str, Any]) -> Rootfs:
     """The host's system under a task's layers (each layer's <dir> above each host directory; the top first)."""
     mounts, links = [Mount("/", tuple(layer / ROOT for layer in layers))], []
