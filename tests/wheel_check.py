@@ -3,7 +3,10 @@
 Builds the wheel from this checkout, installs it into a fresh virtual environment in a temporary folder and,
 from a folder outside the checkout, checks that `optrunner --version`, `optrunner --help` and every
 subcommand's `--help` answer (exit 0), then runs the offline demo on one smoke task (the oracle, one rollout)
-and checks its report: Opt@1 1.000. The Docker engine and the task images must be there already (`make
+and checks its report: the rollout passed, beat the base (opt_base) and matched the expert's commit, or came
+within timing noise of it. The oracle plays the expert's own patch, so patch-vs-commit is a tie (this machine
+measures it between 0.96 and 1.08 run to run): a verdict whose interval straddles 0.95 is not a failure of
+the package. The Docker engine and the task images must be there already (`make
 images`); the wheel's copy of the bundled suite hashes to the same image tags, so nothing is rebuilt.
 
     python tests/wheel_check.py [--task rollstats] [--keep]
@@ -62,11 +65,18 @@ def main() -> None:
         reports = list((work / "outputs" / "runs").glob("*/report.json"))
         if len(reports) != 1:
             sys.exit(f"wheel-check: expected one run report under {work / 'outputs/runs'}, found {reports}\n{out}")
-        summary = json.loads(reports[0].read_text())["summary"]
-        opt1 = summary["opt_at_k"]["1"]
-        print(f"wheel-check: {reports[0].parent.name}: Opt@1 {opt1:.3f} over {summary['n_tasks']} task(s)")
-        if opt1 != 1.0 or summary["n_tasks"] != 1:
-            sys.exit("wheel-check: the oracle's demo must reach Opt@1 1.000 on its one task")
+        report = json.loads(reports[0].read_text())
+        summary = report["summary"]
+        print(f"wheel-check: {reports[0].parent.name}: Opt@1 {summary['opt_at_k']['1']:.3f} over "
+              f"{summary['n_tasks']} task(s)")
+        rows = [r for t in report["tasks"].values() for r in t["rollouts"]]
+        if summary["n_tasks"] != 1 or len(rows) != 1:
+            sys.exit(f"wheel-check: expected one task with one rollout, found {len(rows)} rollout(s)")
+        row = rows[0]
+        matched = row.get("opt_commit") or (row.get("uncertain") or {}).get("opt_commit")
+        if row.get("status") != "passed" or not row.get("opt_base") or not matched:
+            sys.exit("wheel-check: the oracle's rollout must pass, beat the base and match the expert (or come "
+                     f"within noise of it); its row: {json.dumps(row)}")
     finally:
         if args.keep:
             print(f"wheel-check: kept {tmp}")
