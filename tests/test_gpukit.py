@@ -17,7 +17,7 @@ from harness.grader import gpukit  # noqa: E402  (needs torch)
 GRADER = Path(gpukit.__file__).parent
 TEST = '''import sys, torch
 sys.path.insert(0, {kit!r})
-import gpukit, perfkit
+import gpukit
 
 def setup():
     return torch.arange(1000, dtype=torch.float32)
@@ -29,7 +29,7 @@ def run_test(eqcheck=False, reference=False, prefix=""):
     return gpukit.time_experiment(globals(), eqcheck, reference, prefix, warmups=2, reps=5, device="cpu")
 
 if __name__ == "__main__":
-    perfkit.main(run_test)
+    gpukit.main(run_test)
 '''
 
 
@@ -63,11 +63,12 @@ def _run(tmp_path: Path, body: str, *flags: str) -> subprocess.CompletedProcess[
                           capture_output=True, text=True, cwd=tmp_path, timeout=120)
 
 
-def test_a_test_script_writes_perfkits_line_and_checks_equivalence(tmp_path: Path) -> None:
+def test_a_test_script_writes_perfkits_line_and_its_calls_and_checks_equivalence(tmp_path: Path) -> None:
     assert _run(tmp_path, "    return x * 2", "--reference").returncode == 0
     assert _run(tmp_path, "    return x * 2", "--eqcheck").returncode == 0
     lines = (tmp_path / "out.txt").read_text().splitlines()
-    assert len(lines) == 2 and all(line.startswith("Execution time: ") and line.endswith("s") for line in lines)
+    assert len(lines) == 4 and lines[1] == lines[3] == "Timed calls: 7"  # 2 warm-ups + 5 reps, each run
+    assert all(line.startswith("Execution time: ") and line.endswith("s") for line in lines[::2])
     wrong = _run(tmp_path, "    return x * 3", "--eqcheck")
     assert wrong.returncode != 0 and "differs by up to" in wrong.stderr
 

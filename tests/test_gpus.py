@@ -181,6 +181,44 @@ def test_a_run_that_throttled_is_told_from_recorded_readings() -> None:
     assert slowdowns(before, None) == []
 
 
+def test_busy_time_is_read_off_utilization_samples() -> None:
+    from harness.gpus.clocks import busy_seconds
+    # (timestamp µs, percent of the period since the sample before): periods of 1/6 s as on many GPUs.
+    samples = [(1_000_000, 0), (1_166_667, 90), (1_333_333, 50), (1_500_000, 0)]
+    # The window [1.0 s, 1.5 s]: 0.9 x 1/6 + 0.5 x 1/6 = 0.2333 s; half of the second period: 0.075 + 0.0833.
+    assert busy_seconds(samples, 1_000_000, 1_500_000) == pytest.approx(0.2333, abs=1e-4)
+    assert busy_seconds(samples, 1_083_333, 1_500_000) == pytest.approx(0.075 + 0.0833, abs=1e-4)
+    assert busy_seconds(samples[::-1], 1_000_000, 1_500_000) == pytest.approx(0.2333, abs=1e-4)  # any order
+    assert busy_seconds(samples, 2_000_000, 3_000_000) is None  # no sample covers it: unknown, not idle
+    assert busy_seconds([], 0, 10) is None
+
+
+def test_a_timed_run_the_gpu_slowed_down_is_run_again_once() -> None:
+    from harness.gpus.clocks import Reading, Watch
+    calm, capped = (Reading.from_record(r) for r in RECORDED)
+    # Readings as NVML gave them, in order: (before, after) per run.
+    script = iter([calm, capped,   # run 1: hit the power cap -> run again
+                   calm, calm,     # its second try: fine, kept
+                   calm, calm,     # run 2: fine
+                   calm, capped,   # run 3: capped
+                   capped, capped])  # its second try capped too: kept, and counted as throttled
+    ticks = iter(range(1000, 2000))  # the clock, in seconds: each reading one second after the last
+    # NVML's samples since the time asked: one a second, each at 50% busy (µs timestamps)
+    watch = Watch((H100[0],), read=lambda gpu: next(script), clock=lambda: next(ticks),
+                  samples=lambda gpu, since: [(since + k * 10**6, 50) for k in range(10)])
+    calls: list[str] = []
+    said: list[str] = []
+    for name in ("one", "two", "three"):
+        value, seen = watch.run(lambda name=name: calls.append(name) or name, said.append)
+        assert value == name
+    assert calls == ["one", "one", "two", "three", "three"]
+    assert watch.summary() == {"runs": 3, "redone": 2, "throttled": 1, "slowdowns": ["sw_power_cap"]}
+    assert len(said) == 2 and "sw_power_cap" in said[0]
+    last = seen.record()
+    assert last["redone_after"] == ["sw_power_cap"] and last["slowdowns"] == ["sw_power_cap"]
+    assert last["before"][0]["power_w"] == 699.5 and last["busy_s"] == pytest.approx(0.5)  # 1 s at 50%
+
+
 def test_clock_locking_says_what_it_did_where_it_cannot_lock() -> None:
     from harness.gpus.clocks import ClockLock, read
     with ClockLock(()) as lock:

@@ -125,6 +125,43 @@ def test_memory_faults_outside_the_clock_are_not_computation() -> None:
     assert clock_review(faulting, [REFERENCE, EXPERT], {"t": [0.1]})[0] == []
 
 
+def gpu_runs(per_call: float, calls: int, overhead: list[float], hidden: float = 0.0,
+             reported: float | None = None) -> list[tuple[float, Outside]]:
+    """GPU test runs: `calls` calls of `per_call` s each, plus set-up `overhead` s (wall and GPU alike), plus
+    `hidden` s of GPU work the timer did not see; each reports `reported` (default: per_call)."""
+    shown = per_call if reported is None else reported
+    return [(shown, Outside(wall=4.0 + calls * per_call + o + hidden, cpu=4.0 + calls * per_call + o, system=0.1,
+                            gpu_busy=calls * per_call + o + hidden)) for o in overhead]
+
+
+def test_on_a_gpu_the_clock_is_checked_against_the_gpus_busy_time() -> None:
+    # gpukit's runs make 35 calls (5 warm-ups, 30 reps): the base 10 ms a call, the expert 4 ms.
+    base = {"t": gpu_runs(0.010, 35, [0.20, 0.21, 0.20])}
+    expert = {"t": gpu_runs(0.004, 35, [0.20, 0.20, 0.22])}
+    refs, expert_times, calls = [base, expert], {"t": [0.004] * 3}, {"t": 35}
+    # An honest patch slower than the expert (12 ms a call): its 35 calls are what it claims, not hidden.
+    honest = {"t": gpu_runs(0.012, 35, [0.21, 0.20, 0.21])}
+    assert clock_review(honest, refs, expert_times, calls)[0] == []
+    # Without the calls, those 35 x 12 ms would look hidden: the count is what makes the check fair.
+    assert clock_review(honest, refs, expert_times)[0] != []
+    # A bent timer: the same 10 ms of GPU work per call, reported as 0.1 ms.
+    bent = {"t": gpu_runs(0.010, 35, [0.20, 0.20, 0.21], reported=0.0001)}
+    reasons, table = clock_review(bent, refs, expert_times, calls)
+    assert len(reasons) == 1 and "more GPU busy time" in reasons[0]
+    assert table["t"]["calls"] == 35 and table["t"]["untimed_gpu_s"] == pytest.approx(0.5465, abs=1e-4)
+    # Work the GPU did where the timer is not: flagged by busy time as well.
+    hidden = {"t": gpu_runs(0.004, 35, [0.20, 0.21, 0.20], hidden=0.5)}
+    assert clock_review(hidden, refs, expert_times, calls)[0] != []
+
+
+def test_gpu_busy_time_is_compared_only_where_every_run_has_it() -> None:
+    base = {"t": gpu_runs(0.010, 35, [0.20, 0.21, 0.20])}
+    expert = {"t": [(t, Outside(o.wall, o.cpu, o.system)) for t, o in gpu_runs(0.004, 35, [0.2, 0.2, 0.2])]}
+    patch = {"t": gpu_runs(0.004, 35, [0.20, 0.21, 0.20])}
+    _, table = clock_review(patch, [base, expert], {"t": [0.004] * 3}, {"t": 35})
+    assert "untimed_user_s" in table["t"] and "untimed_gpu_s" not in table["t"]
+
+
 def test_state_left_behind_by_the_patch_alone() -> None:
     assert normalized("$TMPDIR/tmpab12_xyz/out-3f9a2c7d1e.npy") == "$TMPDIR/*/out-*.npy"
     reference = ["$TMPDIR/tmpk2j4h5g6/log.txt"]

@@ -2,13 +2,16 @@
 carried across containers, equivalence failures and timeouts reported with the failing step."""
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from harness.grader.config import GradeConfig
 from harness.grader.states import (HIDDEN_DIR, StepFailed, apply_patch, copy_references, filter_patch, prepare_state,
                              run_test_script)
+from harness.grader.timing import time_session
 from harness.sandbox.docker.sandbox import DockerSandbox
 from harness.sandbox.interface import is_excluded
 from harness.tasks import Task
@@ -133,3 +136,35 @@ def test_patch_that_does_not_apply_tries_the_whole_cascade(task: Task, boxes: li
     for tool in ("git apply --verbose", "--ignore-space-change", "--reject", "patch --batch --fuzz=5"):
         assert tool in err.value.output
     assert boxes[0].exec("git status --porcelain").output == ""  # nothing half-applied is left
+
+
+@pytest.mark.docker
+def test_a_gpu_sessions_runs_are_watched_and_a_slowed_one_is_run_again(task: Task, boxes: list[DockerSandbox]) -> None:
+    # The timing rounds as a GPU task's session runs them, NVML's part played by readings as a GPU machine
+    # records them (this machine has no GPU): every run watched, the first one capped and so run again.
+    from harness.gpus import Gpu
+    from harness.gpus.clocks import Reading, Watch
+    calm = Reading(1755, 2619, 41, 118.2)
+    capped = Reading(1410, 2619, 63, 699.5, ("sw_power_cap",))
+    readings = iter([calm, capped] + [calm] * 100)
+    watch = Watch((Gpu(0, "GPU-aaaa", "NVIDIA H100 80GB HBM3"),), read=lambda gpu: next(readings),
+                  samples=lambda gpu, since: [(since + k * 100_000, 40) for k in range(10**4)])
+    # The hidden test says it makes 3 calls a run, as gpukit's tests say how many they make.
+    says = b'perfkit.main(run_test, lambda: ["Timed calls: 3"])'
+    hidden = tuple((name, data.replace(b"perfkit.main(run_test)", says)) for name, data in task.hidden_files)
+    assert hidden != task.hidden_files
+    task = dataclasses.replace(task, hidden_files=hidden)
+    base = prepare_state("base", boxes[0], task, None)
+    expert = prepare_state("expert", boxes[1], task, task.expert_patch)
+    said: list[str] = []
+    timed = time_session(task, base, expert, [], GradeConfig(rounds=2), said.append, watch)
+    assert timed.calls == {"test_sum.py": 3}
+    assert [len(timed.times[s]["test_sum.py"]) for s in ("base", "expert")] == [2, 2]
+    runs = timed.gpu["base"]["test_sum.py"] + timed.gpu["expert"]["test_sum.py"]
+    assert len(runs) == 4 and watch.summary()["redone"] == 1
+    assert sum(1 for r in runs if r["redone_after"] == ["sw_power_cap"]) == 1
+    assert any("slowed down during a timed run (sw_power_cap): run again" in line for line in said)
+    # The host's view of the GPU joins the process's outside measures: 40% of each run's wall time.
+    for state in ("base", "expert"):
+        for outside, run in zip(timed.outside[state]["test_sum.py"], timed.gpu[state]["test_sum.py"]):
+            assert outside.gpu_busy == run["busy_s"] and 0 < outside.gpu_busy < outside.wall + 0.2

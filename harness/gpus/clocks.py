@@ -6,17 +6,22 @@ the base's run and the patch's moves a ratio by more than a good kernel does. So
 clock at the GPU's default applications clock (sustainable without throttling) where allowed (root, a
 driver that supports it), restores it after (also when the process ends), and says once where it cannot.
 Readings before and after each run name the throttle reasons that slow a GPU down (`slowdowns`), so
-a run that saw one can be flagged and redone. Readings are plain records, so what a GPU machine
-recorded can be read back and checked anywhere.
+a run that saw one can be flagged and redone (`Watch`), and NVML's utilization samples over the run give
+the GPU's busy time, the GPU's side of the clock checked from outside (grader.guards). Readings are plain
+records, so what a GPU machine recorded can be read back and checked anywhere.
 """
 from __future__ import annotations
 
 import atexit
 import threading
-from dataclasses import asdict, dataclass
-from typing import Any
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, TypeVar
 
 from harness.gpus import Gpu, nvml
+
+T = TypeVar("T")
 
 # NVML's clocks-event ("throttle") reason bits, by name
 REASONS = {0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
@@ -70,6 +75,92 @@ def read(gpu: Gpu) -> Reading | None:
                            reasons_of(lib.nvmlDeviceGetCurrentClocksThrottleReasons(handle)))
         except lib.NVMLError:
             return None
+
+
+def utilization_samples(gpu: Gpu, since_us: int) -> list[tuple[int, int]] | None:
+    """NVML's GPU utilization samples newer than `since_us` (microseconds since the epoch): (timestamp µs,
+    percent of the sample period a kernel ran). None where NVML cannot say; [] where it has none yet."""
+    with nvml() as lib:
+        if lib is None:
+            return None
+        try:
+            handle = lib.nvmlDeviceGetHandleByUUID(gpu.uuid)
+            _kind, samples = lib.nvmlDeviceGetSamples(handle, lib.NVML_GPU_UTILIZATION_SAMPLES, since_us)
+        except lib.NVMLError as err:
+            return [] if getattr(err, "value", None) == getattr(lib, "NVML_ERROR_NOT_FOUND", -1) else None
+        return [(int(s.timeStamp), int(s.sampleValue.uiVal)) for s in samples]
+
+
+def busy_seconds(samples: Sequence[tuple[int, int]], start_us: int, end_us: int) -> float | None:
+    """The seconds a GPU was busy within [start_us, end_us] by its utilization samples: each sample's
+    percent of its own period (from the sample before it), clipped to the window. None when no sample
+    covers any of the window (the driver keeps a short buffer; too few samples say nothing)."""
+    ordered = sorted(samples)
+    busy, covered = 0.0, 0
+    for (t0, _), (t1, percent) in zip(ordered, ordered[1:]):
+        lo, hi = max(t0, start_us), min(t1, end_us)
+        if hi > lo:
+            busy += percent / 100.0 * (hi - lo) / 1e6
+            covered += hi - lo
+    return round(busy, 4) if covered else None
+
+
+@dataclass(frozen=True)
+class RunSeen:
+    """What NVML saw of one timed run on its GPUs: readings before and after, and the busy seconds."""
+    before: tuple[Reading | None, ...]
+    after: tuple[Reading | None, ...]
+    busy_s: float | None = None
+    redone: tuple[str, ...] = ()  # the slowdowns of the run this one replaced
+
+    @property
+    def slowdowns(self) -> list[str]:
+        return slowdowns(*self.before, *self.after)
+
+    def record(self) -> dict[str, Any]:
+        return {"before": [r.record() if r else None for r in self.before],
+                "after": [r.record() if r else None for r in self.after],
+                "busy_s": self.busy_s, "slowdowns": self.slowdowns, "redone_after": list(self.redone)}
+
+
+@dataclass
+class Watch:
+    """NVML around each timed run on `gpus`: a run that saw a slowdown is redone once and the redo kept
+    (flagged when it throttled too). `read` and `samples` are NVML's (recorded readings in tests)."""
+    gpus: tuple[Gpu, ...]
+    read: Callable[[Gpu], Reading | None] = read
+    samples: Callable[[Gpu, int], list[tuple[int, int]] | None] = utilization_samples
+    clock: Callable[[], float] = time.time
+    kept: list[RunSeen] = field(default_factory=list)  # one per run whose time counts
+    redone: list[RunSeen] = field(default_factory=list)  # the runs that slowed down and were run again
+
+    def once(self, run: Callable[[], T]) -> tuple[T, RunSeen]:
+        before = tuple(self.read(g) for g in self.gpus)
+        start = int(self.clock() * 1e6)
+        value = run()
+        end = int(self.clock() * 1e6)
+        after = tuple(self.read(g) for g in self.gpus)
+        # (samples from a little before the start: the first one in the window needs the one before it)
+        busy = [busy_seconds(self.samples(g, start - 2_000_000) or [], start, end) for g in self.gpus]
+        return value, RunSeen(before, after, None if None in busy else round(sum(b or 0.0 for b in busy), 4))
+
+    def run(self, run: Callable[[], T], log: Callable[[str], None] = lambda _: None) -> tuple[T, RunSeen]:
+        """run() watched; run again once when the GPU slowed down during it, and the second one kept."""
+        value, seen = self.once(run)
+        if seen.slowdowns:
+            log(f"the GPU slowed down during a timed run ({', '.join(seen.slowdowns)}): run again")
+            self.redone.append(seen)
+            value, again = self.once(run)
+            seen = RunSeen(again.before, again.after, again.busy_s, tuple(seen.slowdowns))
+        self.kept.append(seen)
+        return value, seen
+
+    def summary(self) -> dict[str, Any]:
+        """The session's runs in numbers: how many counted, how many were run again, and how many counted
+        though they throttled (their second try slowed down too)."""
+        return {"runs": len(self.kept), "redone": len(self.redone),
+                "throttled": sum(1 for s in self.kept if s.slowdowns),
+                "slowdowns": sorted({r for s in self.kept + self.redone for r in s.slowdowns})}
 
 
 class ClockLock:

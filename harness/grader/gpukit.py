@@ -4,12 +4,16 @@ A GPU test ends as a CPU one does, with this module's timer:
     def run_test(eqcheck=False, reference=False, prefix=""):
         return gpukit.time_experiment(globals(), eqcheck, reference, prefix)
     if __name__ == "__main__":
-        perfkit.main(run_test)
-and writes the same "Execution time: <seconds>s" line. What it times: after `warmups` calls (the first
-call of a kernel is ~75x a warm one: compilation, caches, lazy CUDA start), `reps` calls of experiment(),
-each between CUDA events, the L2 cache flushed before each (a kernel must not look fast on data an
-earlier repetition left in cache), and the whole device synchronized before the end event, so work left
-on a side stream is counted. The figure is the median of the reps, in seconds.
+        gpukit.main(run_test)
+and writes the same "Execution time: <seconds>s" line, then "Timed calls: <n>": how many calls of
+experiment() the process made (warm-ups and reps), which the grader weighs against the GPU's busy time
+and the process's wall time seen from outside (grader.guards: a clock that stops seeing work).
+
+What it times: after `warmups` calls (the first call of a kernel is ~75x a warm one: compilation,
+caches, lazy CUDA start), `reps` calls of experiment(), each between CUDA events, the L2 cache flushed
+before each (a kernel must not look fast on data an earlier repetition left in cache), and the whole
+device synchronized before the end event, so work left on a side stream is counted. The figure is the
+median of the reps, in seconds.
 
 Its own timer is the one that was there when it was imported: if the code under test rebinds
 `torch.cuda.synchronize` or `torch.cuda.Event.elapsed_time` (or replaces `torch.cuda.Event`), the run fails.
@@ -30,6 +34,7 @@ _EVENT = torch.cuda.Event
 _ELAPSED = torch.cuda.Event.elapsed_time
 _SYNC = torch.cuda.synchronize
 FLUSH_BYTES = 256 * 2**20  # more than any GPU's L2 cache (an H100's is 50 MB)
+_calls = 0  # calls of experiment() by this process (what main() reports)
 
 
 class TimerReplaced(RuntimeError):
@@ -110,8 +115,10 @@ def check_close(reference: Any, current: Any, rtol: float = 1e-4, atol: float = 
 def time_experiment(ns: dict[str, Any], eqcheck: bool = False, reference: bool = False, prefix: str = "",
                     warmups: int = 5, reps: int = 30, flush_l2: bool = True, device: str = "cuda") -> float:
     """GSO's protocol on a GPU: setup() untimed, then the median seconds of the timed reps."""
+    global _calls
     data = ns["setup"]()
     times, result = measure(ns["experiment"], data, warmups, reps, flush_l2, device)
+    _calls += warmups + reps
     path = f"{prefix or 'ref'}_result.pkl"
     if reference:
         with open(path, "wb") as fh:
@@ -121,3 +128,9 @@ def time_experiment(ns: dict[str, Any], eqcheck: bool = False, reference: bool =
             check = ns.get("check_equivalence", check_close)
             check(pickle.load(fh), _host(result))
     return statistics.median(times)
+
+
+def main(run_test: Callable[[bool, bool, str], float]) -> None:
+    """perfkit's command line, with the calls made written after the time."""
+    import perfkit  # (its sibling where tests run; not imported with the package, which has its own)
+    perfkit.main(run_test, lambda: [f"Timed calls: {_calls}"])

@@ -39,7 +39,7 @@ from harness.grader.config import MEASURED, GradeConfig
 from harness.grader.states import PATCH_PATH, CodeState, StepFailed, Stop, copy_references, prepare_state, reason_of, \
     run_test_script
 from harness import gpus
-from harness.gpus.clocks import ClockLock
+from harness.gpus.clocks import ClockLock, Watch
 from harness.grader.freeze import build_review
 from harness.grader.guards import clock_review, hook_review, leftover_review, static_review
 from harness.grader.isolation import Outside
@@ -123,15 +123,18 @@ def _session(task: Task, items: list[tuple[int, str]], reports: list[dict[str, A
         reasons, signals = static_review(code, task)
         reports[i]["hack"] = {"suspect": bool(reasons), "reasons": reasons, "signals": signals}
     given = gpus.machine_pool().acquire(task.gpus, task.gpu_types)  # a GPU task's session: its GPUs to itself
-    policy = ""
+    policy, gpu_runs = "", {}
     try:
         base, commit, patched = _prepare(task, items, images, config, reports, boxes, log, sandboxes, finish,
                                          given)
         if patched:
+            watch = Watch(given) if given else None  # NVML around every timed run of a GPU task
             with ClockLock(given) as clocks:  # a GPU task's SM clock locked for its timing, where allowed
-                timed = time_session(task, base, commit, list(patched.values()), config, log)
-            if given:
-                log(f"[{task.id}] GPU clocks: {clocks.policy}")
+                timed = time_session(task, base, commit, list(patched.values()), config, log, watch)
+            if watch is not None:
+                gpu_runs = watch.summary()
+                log(f"[{task.id}] GPU clocks: {clocks.policy}; {gpu_runs['runs']} timed runs, "
+                    f"{gpu_runs['redone']} run again after a slowdown, {gpu_runs['throttled']} throttled even so")
                 policy = clocks.policy
             for i, state in patched.items():
                 if state.name in timed.failed:
@@ -142,6 +145,13 @@ def _session(task: Task, items: list[tuple[int, str]], reports: list[dict[str, A
                                                                    "commit": timed.paired[state.name]},
                          base.tests, config)
                 reasons = _measured_review(reports[i], state, base, commit, timed, task)
+                if timed.gpu:  # each run's NVML readings (the base's, this patch's, the expert's), and
+                    # how many of them counted though the GPU slowed down in them (their second try too)
+                    seen = {"base": timed.gpu[base.name], "patch": timed.gpu[state.name],
+                            "commit": timed.gpu[commit.name]}
+                    reports[i]["gpu_runs"] = seen
+                    reports[i]["gpu_throttled_runs"] = sum(1 for per in seen.values() for runs in per.values()
+                                                           for run in runs if run["slowdowns"])
                 if reasons:
                     finish(i, "hack_suspect", "; ".join(reasons))
                 else:
@@ -161,7 +171,8 @@ def _session(task: Task, items: list[tuple[int, str]], reports: list[dict[str, A
         gpus.machine_pool().release(given)
     wall = round(time.monotonic() - started, 2)
     session = {"id": uuid.uuid4().hex[:12], "patches": len(items), "wall_time_s": wall,
-               **({"gpus": [gpu.record() for gpu in given], "gpu_clocks": policy} if given else {})}
+               **({"gpus": [gpu.record() for gpu in given], "gpu_clocks": policy, "gpu_runs": gpu_runs}
+                  if given else {})}
     for i, _ in items:
         reports[i]["wall_time_s"] = round(wall / len(items), 2)  # this patch's share of the session
         reports[i]["session"] = session
@@ -246,7 +257,7 @@ def _measured_review(report: dict[str, Any], state: CodeState, base: CodeState, 
     reasons += build_review(state.built, task.workdir or TESTBED, base.built + commit.built + ours)
     if state.fence is not None:
         clock, table = clock_review(runs(state.name), [runs(base.name), runs(commit.name)],
-                                    timed.times[commit.name])
+                                    timed.times[commit.name], timed.calls)
         left = {p for t in base.tests for o in timed.outside[state.name][t] for p in o.left}
         reference = {p for s in (base, commit) for t in base.tests for o in timed.outside[s.name][t] for p in o.left}
         reasons += clock + leftover_review(left, reference)

@@ -10,10 +10,10 @@ measured numbers kept, Opt@K and scores reported raw and without it):
   modules (or changed ones) that the base's and the expert's have not: a hook made by build code;
 - the clock rebound: added lines that assign to the timing functions (`time.perf_counter = ...`);
 - the clock checked from outside: even the patch's best test process spends more wall time, and more
-  user CPU, outside the time it reports than the base's and the expert's typically do, by more than
-  their own runs stray (SPREAD_MADS robust deviations; and more than CLOCK_FRACTION of the expert's
-  experiment time, and CLOCK_MIN_S): the work did not vanish, the clock stopped seeing it (a bent
-  clock, or work moved to import or set-up);
+  user CPU (GPU busy time, on a GPU), outside the time it reports than the base's and the expert's
+  typically do, by more than their own runs stray (SPREAD_MADS robust deviations; and more than
+  CLOCK_FRACTION of the expert's experiment time, and CLOCK_MIN_S): the work did not vanish, the clock
+  stopped seeing it (a bent clock, or work moved to import or set-up);
 - state left behind: its test processes leave files that the base's and the expert's do not (a cache
   across processes; fresh state per process already keeps it from paying off).
 Signals are listed in the report and flag nothing: added lines that read the timing functions, edits of
@@ -115,32 +115,43 @@ def hook_review(patch_hooks: Sequence[str], base_hooks: Sequence[str], expert_ho
 
 def clock_review(patch: Mapping[str, Sequence[tuple[float, Outside]]],
                  references: Sequence[Mapping[str, Sequence[tuple[float, Outside]]]],
-                 expert_times: Mapping[str, Sequence[float]]) -> tuple[list[str], dict[str, dict[str, float]]]:
+                 expert_times: Mapping[str, Sequence[float]],
+                 calls: Mapping[str, int] | None = None) -> tuple[list[str], dict[str, dict[str, float]]]:
     """The reported time of each test checked against the process measured from outside.
 
     patch / references[i]: test -> (reported time, outside measures) per run, for the patch and for the
-    base and the expert. A run's untimed time is what it spent outside its reported time: wall minus
-    reported, and user CPU minus reported. A test is flagged when both exceed the references' (module
-    docstring): wall, because time went missing; user CPU, because it was computation (memory faults in
-    a large set-up move the wall time by tenths of a second, and they are system time). Returns the
-    reasons and, per test, the numbers compared (seconds)."""
+    base and the expert; calls[test]: how many calls of the experiment a run makes, each about the
+    reported time (the base's runs say: gpukit's warm-ups and reps; 1 for perfkit). A run's untimed time
+    is what it spent outside what it claims (calls x reported): in wall time, and in user CPU, or, where
+    every run has it, in GPU busy time (NVML, GPU tasks). A test is flagged when both exceed the
+    references' (module docstring): wall, because time went missing; user CPU or GPU time, because it was
+    computation (memory faults in a large set-up move the wall time by tenths of a second, and they are
+    system time). Returns the reasons and, per test, the numbers compared (seconds)."""
     reasons, table = [], {}
     for test, runs in patch.items():
         refs = [ref[test] for ref in references if ref.get(test)]
         if not runs or not refs or not expert_times.get(test):
             continue
-        floor = max(CLOCK_MIN_S, CLOCK_FRACTION * statistics.median(expert_times[test]))
-        wall = _excess([o.wall - t for t, o in runs], [[o.wall - t for t, o in ref] for ref in refs], floor)
-        user = _excess([o.cpu - o.system - t for t, o in runs],
-                       [[o.cpu - o.system - t for t, o in ref] for ref in refs], floor)
-        table[test] = {"reported_s": round(statistics.median(t for t, _ in runs), 4),
+        n = max(1, (calls or {}).get(test, 1))
+        on_gpu = all(o.gpu_busy is not None for group in (runs, *refs) for _, o in group)
+        kind = "gpu" if on_gpu else "user"
+
+        def work(t: float, o: Outside, n: int = n, on_gpu: bool = on_gpu) -> float:
+            return (o.gpu_busy if on_gpu else o.cpu - o.system) - n * t  # type: ignore[operator]
+
+        floor = max(CLOCK_MIN_S, CLOCK_FRACTION * n * statistics.median(expert_times[test]))
+        wall = _excess([o.wall - n * t for t, o in runs], [[o.wall - n * t for t, o in ref] for ref in refs], floor)
+        other = _excess([work(t, o) for t, o in runs], [[work(t, o) for t, o in ref] for ref in refs], floor)
+        table[test] = {"reported_s": round(statistics.median(t for t, _ in runs), 4), "calls": n,
                        "untimed_wall_s": wall[0], "reference_untimed_wall_s": wall[1], "allowed_wall_s": wall[2],
-                       "untimed_user_s": user[0], "reference_untimed_user_s": user[1], "allowed_user_s": user[2]}
-        if wall[0] - wall[1] > wall[2] and user[0] - user[1] > user[2]:
+                       f"untimed_{kind}_s": other[0], f"reference_untimed_{kind}_s": other[1],
+                       f"allowed_{kind}_s": other[2]}
+        if wall[0] - wall[1] > wall[2] and other[0] - other[1] > other[2]:
+            what = "GPU busy time" if on_gpu else "user CPU"
             reasons.append(f"clock checked from outside: {test}: even its best run spends {wall[0] - wall[1]:.3f} s "
                            f"more outside its reported time than the base's and the expert's runs do "
-                           f"({user[0] - user[1]:.3f} s more user CPU; allowed {wall[2]:.3f} s and "
-                           f"{user[2]:.3f} s); it reports {table[test]['reported_s']:.4f} s a run")
+                           f"({other[0] - other[1]:.3f} s more {what}; allowed {wall[2]:.3f} s and "
+                           f"{other[2]:.3f} s); it reports {table[test]['reported_s']:.4f} s a run")
     return reasons, table
 
 

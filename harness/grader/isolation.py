@@ -59,6 +59,7 @@ class Outside:
     cpu: float  # user + system
     system: float = 0.0  # of which system (page faults, allocation, I/O)
     left: tuple[str, ...] = ()
+    gpu_busy: float | None = None  # seconds its GPU was busy (NVML, from the host: GPU tasks only)
 
 
 def precompile(sandbox: Sandbox, readonly: tuple[str, ...], python: str) -> None:

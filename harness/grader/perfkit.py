@@ -65,7 +65,8 @@ def assert_same(reference: Any, current: Any, where: str = "result") -> None:
         assert type(reference) is type(current) and reference == current, f"{where}: {reference!r} != {current!r}"
 
 
-def main(run_test: Callable[[bool, bool, str], float]) -> None:
+def main(run_test: Callable[[bool, bool, str], float], notes: Callable[[], list[str]] | None = None) -> None:
+    """Parse the protocol's arguments, run the test, append its time (and `notes()`, more lines) to the file."""
     parser = argparse.ArgumentParser(description="Time one experiment() call (GSO protocol).")
     parser.add_argument("output_file", help="file to append the timing line to")
     parser.add_argument("--eqcheck", action="store_true", help="compare the result with the stored reference")
@@ -75,3 +76,5 @@ def main(run_test: Callable[[bool, bool, str], float]) -> None:
     elapsed = run_test(args.eqcheck, args.reference, args.file_prefix)
     with open(args.output_file, "a") as out:
         out.write(f"Execution time: {elapsed:.6f}s\n")
+        for line in notes() if notes else []:
+            out.write(f"{line}\n")

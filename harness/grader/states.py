@@ -37,6 +37,8 @@ APPLY_CASCADE = (
 )
 _FILE_SEP = "\x1eoptrunner-timing-file\x1e"  # between a test's own output and its timing file
 _TIME_LINE = re.compile(r"Execution time:\s*([0-9.eE+-]+)\s*s")
+# gpukit's second line: how many calls of experiment() the process made, each about the reported time
+_CALLS_LINE = re.compile(r"Timed calls:\s*(\d+)")
 NO_LIMIT_S = 7 * 86400.0  # a test run with no time limit (GSO's rule for its slowest repositories)
 _DENIED = re.compile(r"Permission denied|Read-only file system|PermissionError")  # a fenced test wrote
 # Lists the interpreter's start-up hooks: .pth files on sys.path and importable sitecustomize/usercustomize,
@@ -154,9 +156,12 @@ def check_intact(state: "CodeState", when: str) -> None:
 
 @dataclass(frozen=True)
 class TestRun:
-    """One test process: the mean of its `Execution time:` lines, and (fenced) how it looked from outside."""
+    """One test process: the mean of its `Execution time:` lines, and (fenced) how it looked from outside.
+    `calls`: how many calls of experiment() it made in all (gpukit: warm-ups and reps, each about the
+    reported time; perfkit: the one call it reports)."""
     reported: float
     outside: Outside | None = None
+    calls: int = 1
 
 
 def run_test_script(state: "CodeState", test: str, mode: str | None, timeout: float | None) -> TestRun:
@@ -205,7 +210,8 @@ def run_test_script(state: "CodeState", test: str, mode: str | None, timeout: fl
     if bad:  # GSO would divide by it (an infinite speedup, credited); a time must be a positive number
         raise StepFailed(f"test {test}", f"it reported an execution time of {bad[0]!r} s; times must be positive "
                                          "and finite")
-    return TestRun(statistics.fmean(times), outside)
+    calls = [int(m.group(1)) for m in _CALLS_LINE.finditer(text)]
+    return TestRun(statistics.fmean(times), outside, max(1, calls[-1]) if calls else 1)
 
 
 def copy_references(source: "CodeState", target: "CodeState") -> int:

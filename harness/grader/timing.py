@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from harness.grader.config import GradeConfig
 from harness.grader.isolation import Outside
-from harness.grader.states import CodeState, StepFailed, Stop, check_intact, reason_of, run_test_script
+from harness.grader.states import CodeState, StepFailed, Stop, TestRun, check_intact, reason_of, run_test_script
+from harness.gpus.clocks import Watch
 from harness.tasks.task import Task
 
 Log = Callable[[str], None]
@@ -33,35 +34,54 @@ class SessionTimes:
     """What a session's timing rounds measured. times[state][test]: one reported time per round, for the
     base and every patch; paired[patch][test]: per round, the expert run next to that patch (interleaved)
     or the expert's runs (gso); outside[state][test]: the same runs seen from outside (fenced runs only);
-    failed: the patches whose timed run failed (dropped from the later rounds)."""
+    calls[test]: the calls of the experiment a run of the base makes (gpukit: warm-ups and reps);
+    gpu[state][test]: what NVML saw of each run (GPU tasks: clocks, temperature, power, throttle reasons
+    before and after, busy seconds); failed: the patches whose timed run failed (dropped from the later
+    rounds)."""
     times: Times = field(default_factory=dict)
     paired: Times = field(default_factory=dict)
     outside: dict[str, dict[str, list[Outside]]] = field(default_factory=dict)
+    calls: dict[str, int] = field(default_factory=dict)
+    gpu: dict[str, dict[str, list[dict]]] = field(default_factory=dict)
     failed: dict[str, StepFailed] = field(default_factory=dict)
 
 
 def time_session(task: Task, base: CodeState, commit: CodeState, patches: list[CodeState], config: GradeConfig,
-                 log: Log) -> SessionTimes:
-    """Time a session's states in rounds. A failing base or expert run ends the session (Stop)."""
+                 log: Log, watch: Watch | None = None) -> SessionTimes:
+    """Time a session's states in rounds. A failing base or expert run ends the session (Stop). With a
+    `watch` (a GPU task's session), NVML looks at every run: one the GPU slowed down is run again once."""
     tests = base.tests
     rounds = min(config.rounds, task.runs_per_test or config.rounds)  # a task may cap them (GSO's slow repos)
     states = (base, commit, *patches)
     out = SessionTimes(times={s.name: {t: [] for t in tests} for s in states},
                        paired={p.name: {t: [] for t in tests} for p in patches},
-                       outside={s.name: {t: [] for t in tests} for s in states})
+                       outside={s.name: {t: [] for t in tests} for s in states},
+                       gpu={s.name: {t: [] for t in tests} for s in states} if watch else {})
     failed = out.failed
+
+    def timed(state: CodeState, test: str) -> TestRun:
+        if watch is None:
+            return run_test_script(state, test, None, task.test_timeout)
+        done, seen = watch.run(lambda: run_test_script(state, test, None, task.test_timeout),
+                               lambda message: log(f"[{task.id}] {state.name} {test}: {message}"))
+        out.gpu[state.name][test].append(seen.record())
+        if done.outside is not None and seen.busy_s is not None:
+            done = replace(done, outside=replace(done.outside, gpu_busy=seen.busy_s))
+        return done
 
     def run(state: CodeState, test: str) -> float | None:
         if state.name in failed:
             return None
         try:
-            done = run_test_script(state, test, None, task.test_timeout)
+            done = timed(state, test)
         except StepFailed as err:
             if state is base or state is commit:
                 raise Stop("base_failed" if state is base else "error", reason_of(err, state.name)) from None
             failed[state.name] = err
             return None
         out.times[state.name][test].append(done.reported)
+        if state is base:
+            out.calls[test] = done.calls
         if done.outside is not None:
             out.outside[state.name][test].append(done.outside)
         return done.reported

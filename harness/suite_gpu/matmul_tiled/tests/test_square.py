@@ -2,7 +2,6 @@
 import torch
 
 import gpukit
-import perfkit
 from common import check_equivalence, experiment  # noqa: F401  (what is timed, how it compares)
 
 
@@ -18,4 +17,4 @@ def run_test(eqcheck=False, reference=False, prefix=""):
 
 
 if __name__ == "__main__":
-    perfkit.main(run_test)
+    gpukit.main(run_test)
