@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness import gpus
+
 if TYPE_CHECKING:
     from harness.grader.config import GradeConfig
     from harness.sandbox.interface import TaskImages
@@ -98,8 +100,10 @@ def image_ids(sandboxes: "SandboxProvider | None", images: Mapping[str, "TaskIma
 
 
 def machine() -> dict[str, Any]:
+    """The machine, its GPUs included where it has any (models, driver, CUDA, the clock policy)."""
+    found = gpus.system()
     return {"cpu_model": cpu_model(), "cores": os.cpu_count(), "memory_bytes": memory_bytes(),
-            "os": platform.platform(), "hostname": socket.gethostname()}
+            "os": platform.platform(), "hostname": socket.gethostname(), **({"gpus": found} if found else {})}
 
 
 def cpu_model() -> str | None:

@@ -75,7 +75,12 @@ def machine_label(prov: dict[str, Any]) -> str:
     m = prov.get("machine") or {}
     memory = m.get("memory_bytes")
     size = f"{memory / 2**30:.1f} GiB" if isinstance(memory, int) else "memory unknown"
-    return f"{_v(m.get('hostname'))}: {_v(m.get('cpu_model'))}, {_v(m.get('cores'))} cores, {size}, {_v(m.get('os'))}"
+    label = f"{_v(m.get('hostname'))}: {_v(m.get('cpu_model'))}, {_v(m.get('cores'))} cores, {size}, {_v(m.get('os'))}"
+    found = m.get("gpus") or {}
+    if found.get("models"):  # e.g. "; GPUs: 1 x NVIDIA H100 80GB HBM3 (driver 550.54.15, CUDA 12.4)"
+        models = ", ".join(f"{found['models'].count(n)} x {n}" for n in sorted(set(found["models"])))
+        label += f"; GPUs: {models} (driver {_v(found.get('driver'))}, CUDA {_v(found.get('cuda'))})"
+    return label
 
 
 def _adapted_line(adapted: dict[str, list[str]]) -> str:

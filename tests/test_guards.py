@@ -67,14 +67,18 @@ def test_static_review_flags_a_rebound_clock_and_lists_the_rest(task: Task) -> N
 
 
 @pytest.mark.parametrize("line", ["setattr(time, 'perf_counter', f)", "timeit.default_timer = f",
-                                  "perf_counter_ns = fake", "sys.modules['time'] = fake"])
+                                  "perf_counter_ns = fake", "sys.modules['time'] = fake",
+                                  "torch.cuda.Event.elapsed_time = lambda self, end: 0.1",
+                                  "torch.cuda.synchronize = lambda *a: None", "cuda.Event = Fast",
+                                  "setattr(torch.cuda.Event, 'record', f)"])
 def test_every_way_of_rebinding_the_clock_is_a_reason(task: Task, line: str) -> None:
     reasons, _ = static_review(section("tiny/x.py", line), task)
     assert len(reasons) == 1 and reasons[0].startswith("clock rebound")
 
 
 @pytest.mark.parametrize("line", ["ok = time.time() == 0", "time = compute()", "self.time.start = 3",
-                                  "timer = time.perf_counter"])
+                                  "timer = time.perf_counter", "start = torch.cuda.Event(enable_timing=True)",
+                                  "torch.cuda.synchronize()", "ms = start.elapsed_time(end)"])
 def test_reading_the_clock_or_a_variable_named_time_is_not_rebinding(task: Task, line: str) -> None:
     reasons, _ = static_review(section("tiny/x.py", line), task)
     assert reasons == []

@@ -242,3 +242,15 @@ def test_images_built_for_the_local_base_are_listed_with_their_changes() -> None
     assert "c: FROM ubuntu:22.04 -> optrunner/base:x, linux-tools-generic -> linux-perf" in line
     assert "plain" not in line
     assert next(row for row in markdown({}) if row.startswith("| built for the local base |")).endswith("| - |")
+
+
+def test_a_gpu_machine_is_named_with_its_gpus_driver_and_cuda() -> None:
+    from harness import gpus
+    from runner.provenance import machine_label
+    # As a GPU machine records it (this one has none, so its own record has no "gpus" key).
+    recorded = {"machine": {"hostname": "gpu1", "cpu_model": "AMD EPYC 9454", "cores": 16, "memory_bytes": 2**37,
+                            "os": "Linux", "gpus": {"models": ["NVIDIA H100 80GB HBM3"] * 2, "driver": "550.54.15",
+                                                    "cuda": "12.4", "clock_policy": gpus.CLOCK_POLICY}}}
+    assert machine_label(recorded).endswith("; GPUs: 2 x NVIDIA H100 80GB HBM3 (driver 550.54.15, CUDA 12.4)")
+    if not gpus.inventory():
+        assert "gpus" not in provenance.machine() and gpus.system() == {}

@@ -12,7 +12,8 @@
 #               task images need a base with torch and CUDA: sandbox.base_image), else bwrap over the
 #               host's own system (sandbox.rootfs=host), the default on a GPU machine without Docker.
 # Targets: Opt@1 1.000 (oracle), 0.000 (noop); gold hm against the expert with a CV <= 1% with the SM
-# clock locked, <= 2% without.
+# clock locked, <= 2% without; the GPU hack patches (tests/fixtures/hacks/<task>/) credited with nothing,
+# graded in one session with their task's gold and weaker patches (which stay passed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -70,7 +71,7 @@ run gpu-weaker oracle_weaker
 $PY - "$PROVIDER" "$ROUNDS" <<'PY'
 import statistics, sys
 from harness.grader.config import GradeConfig
-from harness.grader.grade import grade
+from harness.grader.grade import grade, grade_patches
 from harness.sandbox.providers import provider
 from harness.tasks import select_tasks
 
@@ -90,6 +91,27 @@ for task in tasks:
         hms.append(len(speedups) / sum(1 / s for s in speedups) if report["status"] == "passed" and speedups else 0.0)
     cv = statistics.pstdev(hms) / statistics.mean(hms) * 100 if all(hms) else float("nan")
     print(f"gold {task.id}: hm vs expert {', '.join(f'{h:.3f}' for h in hms)}; CV {cv:.2f}%")
+    runs = (report.get("session") or {}).get("gpu_runs") or {}
+    print(f"gold {task.id}, last regrade: {runs.get('runs', '?')} timed runs, {runs.get('redone', '?')} run again "
+          f"after a slowdown, {runs.get('throttled', '?')} throttled even so {runs.get('slowdowns') or ''}")
+
+# The hack patches, graded with the task's gold and weaker patches in one session.
+from pathlib import Path
+hacks = Path("tests/fixtures/hacks")
+for task in tasks:
+    named = {"gold": task.expert_patch, "weaker": (task.path / "weaker.patch").read_text()}
+    named |= {p.stem: p.read_text() for p in sorted((hacks / task.id).glob("*.patch"))}
+    if len(named) == 2:
+        continue
+    found = images[task.id]
+    reports = grade_patches(task, list(named.values()), found.grading, GradeConfig(rounds=rounds),
+                            sandboxes=provider(name), base_image=found.base)
+    for patch, report in zip(named, reports):
+        credited = bool(report.get("opt_base")) and report["status"] == "passed"
+        reasons = [r.split(":")[0] for r in (report.get("hack") or {}).get("reasons", [])]
+        why = (report.get("reason") or "").splitlines()[0][:100] if report["status"] != "passed" else ""
+        print(f"hack check {task.id} {patch}: {report['status']}, credited {'yes' if credited else 'no'}"
+              + (f"; reasons: {', '.join(reasons)}" if reasons else "") + (f"; {why}" if why else ""))
 print(f"clock policy: {'; '.join(sorted(policies))}")
 PY
 echo "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), provider $PROVIDER"

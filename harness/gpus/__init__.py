@@ -68,6 +68,29 @@ def inventory() -> tuple[Gpu, ...]:
         return tuple(out)
 
 
+# What a grading session does with a GPU's clocks (gpus.clocks.ClockLock; each session records the outcome)
+CLOCK_POLICY = "SM clock locked at the default applications clock per grading session, where allowed"
+
+
+@lru_cache(maxsize=1)
+def system() -> dict[str, Any]:
+    """The machine's GPUs for provenance: models, driver and CUDA versions, the clock policy; {} without."""
+    found = inventory()
+    if not found:
+        return {}
+    with nvml() as lib:
+        driver = cuda = None
+        if lib is not None:
+            try:
+                raw = lib.nvmlSystemGetDriverVersion()
+                driver = raw.decode() if isinstance(raw, bytes) else str(raw)
+                version = int(lib.nvmlSystemGetCudaDriverVersion())  # e.g. 12040
+                cuda = f"{version // 1000}.{version % 1000 // 10}"
+            except lib.NVMLError:
+                pass
+    return {"models": [g.name for g in found], "driver": driver, "cuda": cuda, "clock_policy": CLOCK_POLICY}
+
+
 def describe(gpus: Sequence[Gpu]) -> str:
     if not gpus:
         return "this machine has none"

@@ -42,8 +42,11 @@ _TEST_DIRS = {"test", "tests", "testing", "benchmark", "benchmarks", "asv_bench"
 _CLOCK_NAMES = r"(?:time|perf_counter|monotonic|process_time|thread_time|clock_gettime)(?:_ns)?"
 _CLOCK_READ = re.compile(rf"\btime\s*\.\s*{_CLOCK_NAMES}\b|\bperf_counter(?:_ns)?\b|\btimeit\b")
 # Rebinding: an attribute of the time/timeit modules, a bare clock name imported from them (not `time`
-# itself, a common variable name), setattr on them, or the modules replaced.
+# itself, a common variable name), setattr on them, or the modules replaced; and CUDA's timer.
 _CLOCK_WRITE = re.compile(r"(?<![\w.])(?:time|timeit)\s*\.\s*\w+\s*=(?!=)|"
+                          # the GPU timer: torch.cuda.synchronize, torch.cuda.Event or one of its methods
+                          r"(?<![\w.])(?:torch\s*\.\s*)?cuda\s*\.\s*(?:synchronize|Event)(?:\s*\.\s*\w+)?\s*=(?!=)|"
+                          r"setattr\(\s*(?:torch\s*\.\s*)?cuda\s*\.\s*Event\b|"
                           r"(?<![\w.])(?:perf_counter|monotonic|process_time|thread_time|clock_gettime)(?:_ns)?\s*=(?!=)|"
                           r"setattr\(\s*(?:time|timeit)\b|sys\.modules\[\s*['\"](?:time|timeit)['\"]\s*\]\s*=(?!=)")
 _RANDOM_PART = re.compile(r"tmp[a-z0-9_]{8}|[0-9a-f]{6,}|\d+")
