@@ -34,12 +34,14 @@ import math
 import shlex
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.grader.anchors import Objective, calibrate, objective, read_metric
 from harness.grader.config import GradeConfig
 from harness import gpus
+from harness.gpus.clocks import ClockLock
 from harness.grader.states import PATCH_PATH
 from harness.sandbox.interface import ExecResult, Freezable, Sandbox, SandboxError, pin_if_possible
 from harness.sandbox.providers import SandboxProvider
@@ -111,7 +113,10 @@ def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig,
         boxes.append(box)
         return box
 
+    clocks = ExitStack()
     try:
+        if given:  # its SM clock locked for the verifications, where allowed (harness.gpus.clocks)
+            report["gpu_clocks"] = clocks.enter_context(ClockLock(given)).policy
         if not report["patch_exists"]:
             report.update(status="empty_patch", reason="the patch is empty")
             return report
@@ -164,6 +169,7 @@ def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig,
         report.update(status="error", reason=str(err))
         return report
     finally:
+        clocks.close()  # (the clocks restored before the GPUs go back to the pool)
         for box in boxes:
             try:
                 box.close()
