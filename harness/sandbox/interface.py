@@ -97,6 +97,7 @@ class SandboxLimits:
     pids: int = 1024
     network: bool = False
     max_output_bytes: int = MAX_OUTPUT_BYTES  # per command, on every exec path
+    max_patch_bytes: int = 5 * 2**20  # a larger change is recorded patch_too_large, never read whole
 
     def problems(self) -> list[str]:
         """What is out of range, one line each, caught before any container starts."""
@@ -109,6 +110,8 @@ class SandboxLimits:
             out.append(f"pids must be at least 1, got {self.pids}")
         if self.max_output_bytes < 1:
             out.append(f"max_output_bytes must be at least 1, got {self.max_output_bytes}")
+        if self.max_patch_bytes < 1:
+            out.append(f"max_patch_bytes must be at least 1, got {self.max_patch_bytes}")
         return out
 
     def for_task(self, cpus: float | None, memory: str | None) -> "SandboxLimits":
