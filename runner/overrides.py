@@ -14,7 +14,8 @@ a newcomer writes are made to work:
                                            name (its own run directory; the provider's own key variable)
 
 A group option's `???` values (conf/model/local.yaml) are what that option needs: Hydra would lose them
-(a `???` merged over the schema's default keeps the default), so they are checked here.
+(a `???` merged over the schema's default keeps the default), so they are checked here. A credential on the
+command line (model.kwargs.api_key=..., a URL with a password) is refused first (`refuse_credentials`).
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override, OverrideType
 from hydra.errors import HydraException
 
+from harness.models.redaction import carries_credential, secret_name
 from runner import CONF_DIR
 from runner.config import ConfigError, lookup, suggest, unknown_key
 
@@ -173,8 +175,36 @@ def _split(args: list[str]) -> tuple[list[str], list[int]]:
     return flags, positions
 
 
+# Where a key goes instead of the command line (said by every refusal of one).
+_KEY_ADVICE = ("put the key in an environment variable and name it with model.api_key_env=VARIABLE "
+               "(judge.api_key_env for the judge; a provider's own variable such as OPENAI_API_KEY needs nothing)")
+
+
+def refuse_credentials(args: list[str]) -> None:
+    """A credential on the command line is refused before anything is parsed or written: shell history,
+    `ps`, Hydra's .hydra/overrides.yaml and the run's config.yaml would all keep it. Refused: a setting or
+    flag whose name holds a secret (model.kwargs.api_key, ++model.api_key, --token: whatever its value, a
+    `${oc.env:...}` included, since config.yaml stores the resolved value) and any value that carries one
+    (a URL's password, `?key=`, an `sk-...` key, a key variable's value). The line names the setting,
+    never the value."""
+    for i, arg in enumerate(args):
+        head, eq, _value = arg.partition("=")
+        flag = arg.startswith("-")
+        name = head.lstrip("-") if flag else head.lstrip("+~").split("@", 1)[0]
+        parts = [name] if flag else re.split(r"[./]", name)
+        shown = head if flag else name
+        if (eq or flag) and any(secret_name(part) for part in parts):
+            raise ConfigError(f"{shown} would put a credential on the command line, where shell history and the "
+                              f"run's files keep it: {_KEY_ADVICE}")
+        if carries_credential(_value if eq and not flag else arg):
+            what = f"the value of {shown}" if eq and not flag else f"argument {i + 1}"
+            raise ConfigError(f"{what} carries a credential (a key, token or password); the command line is no "
+                              f"place for one: {_KEY_ADVICE}, and give URLs without it")
+
+
 def prepare(args: list[str], prog: str) -> list[str]:
     """The arguments as Hydra should get them; raises ConfigError (one line) for a mistake."""
+    refuse_credentials(args)
     flags, positions = _split(args)
     if any(f in _OWN_CONFIG for f in flags):
         return args  # another config tree: its groups and keys are not ours to judge
@@ -338,4 +368,5 @@ def _refuse_unset(group: str, option: str, unset: list[str]) -> None:
 
 def check_job_args(overrides: list[str]) -> None:
     """A sweep's job (its overrides as Hydra expands them) checked as a single run is."""
+    refuse_credentials(overrides)
     check_job(_parse(overrides))

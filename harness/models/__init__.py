@@ -6,6 +6,7 @@ ratelimit.py the rate limiter shared by every call to one provider model (Retry-
 preflight.py check_access: key and one tiny request, before a run starts its containers
 records.py   Price, CallRecord, Usage, ToolCall, ModelReply and message helpers
 errors.py    ModelError and the rate-limit / transient / permanent classification
+redaction.py redact(): API keys out of recorded error texts; secret_name() for the command line's check
 loader.py    the lazy, quiet litellm import
 scripted/    offline scripted providers, registered with litellm when a scripted model is built
 

@@ -24,7 +24,8 @@ class ModelConfig:
     # Rate limits (429) pause every call to this model until the provider's Retry-After (shared limiter,
     # harness/models/ratelimit.py) and do not use up `attempts`. A call gives up (a transient error) only
     # when it would wait longer than this in total: 15 minutes rides out per-minute and burst limits,
-    # while a key throttled for good still fails instead of hanging the run.
+    # while a key throttled for good still fails instead of hanging the run. A longer Retry-After counts
+    # as this wait (a `Retry-After: 1e9` must not shut the model off for the rest of the process).
     rate_limit_max_wait_s: float = 900.0
     max_in_flight: int | None = None  # cap on concurrent requests to this model (None: only the adaptive window)
     kwargs: dict[str, Any] = field(default_factory=dict)  # passed through (reasoning_effort, max_tokens, ...)

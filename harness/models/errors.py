@@ -16,14 +16,16 @@ import re
 import time
 
 from harness.models.loader import litellm_module
+from harness.models.redaction import redact
 
 
 class ModelError(Exception):
     """A call failed for good. `kind` is one of: auth, quota, bad_request, not_found, context_window,
-    transient (retries or rate-limit waits exhausted), error."""
+    transient (retries or rate-limit waits exhausted), error. Its message is redacted (API keys replaced):
+    it is what rollout records, trajectories and reports keep of a failed call."""
 
     def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
+        super().__init__(redact(message))
         self.kind = kind
 
 
@@ -121,8 +123,9 @@ HINTS = {"auth": " (check the API key and the account's access to this model)",
 
 def first_line(exc: BaseException) -> str:
     """The exception's first line, short enough for a one-line error (an error name litellm repeats,
-    "NotFoundError: NotFoundError: ...", once)."""
-    line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    "NotFoundError: NotFoundError: ...", once), with API keys redacted (before the cut, so that no
+    half of a key survives it)."""
+    line = (redact(str(exc)).strip().splitlines() or [type(exc).__name__])[0]
     return re.sub(r"\b(\w+Error): \1: ", r"\1: ", line)[:300]
 
 

@@ -23,6 +23,7 @@ from harness.models.config import ModelConfig
 from harness.models.errors import (HINTS, ModelError, error_kind, first_line, is_rate_limit, is_transient,
                                    missing_credentials, retry_after_s)
 from harness.models.loader import litellm_module
+from harness.models.redaction import remember
 from harness.models.records import CallRecord, ModelReply, ToolCall, Usage
 from harness.models.scripted.steps import Script
 
@@ -67,6 +68,8 @@ class Model:
         self.config = config
         self.temperature, self.seed = temperature, seed
         self.api_key = resolve_api_key(config, api_key)
+        if self.api_key != PLACEHOLDER_KEY:
+            remember(self.api_key)  # a key from any variable is redacted from this process's error texts
         self.limiter = ratelimit.limiter_for(config)  # shared with every Model of this provider model
         self.calls = 0
         self.usage = Usage()
@@ -195,10 +198,13 @@ class Model:
 
     def _rate_limit_pause(self, exc: Exception, count: int) -> float:
         """How long every call of this model waits after a 429: the provider's Retry-After when it sent
-        one (honoured as is), else the exponential backoff of this call's `count`-th 429, with jitter."""
+        one, else the exponential backoff of this call's `count`-th 429, with jitter. Retry-After is
+        capped at `rate_limit_max_wait_s`: the pause holds every call of the model (in a Ray run, on
+        every node), so a huge or broken value (`Retry-After: 1e9`) would fail them all for the rest of
+        the process; capped, the model is tried again once the longest allowed wait is over."""
         hinted = retry_after_s(exc)
         if hinted is not None:
-            return hinted
+            return min(hinted, self.config.rate_limit_max_wait_s)
         return min(self.config.backoff_max_s, self.config.backoff_s * 2 ** (count - 1)) * (0.5 + random.random())
 
     def _backoff(self, exc: Exception, failures: int) -> float:

@@ -6,8 +6,10 @@ rollouts keep hammering it, so the storm lasts and calls end up failing, which r
 Instead, every `Model` with the same (provider, model name, api_base) gets the same `RateLimiter`
 (`limiter_for`), and:
 
-- **a shared "not before" time**: a 429 pushes it to now + Retry-After (or, without the header, the
-  call's exponential backoff); no call of that model sends a request before it. Waiting for it is
+- **a shared "not before" time**: a 429 pushes it to now + Retry-After (capped at
+  `rate_limit_max_wait_s`, so that `Retry-After: 1e9` cannot shut the model off for the rest of the
+  process) or, without the header, the call's exponential backoff; no call of that model sends a
+  request before it. Waiting for it is
   counted against the call's *rate-limit wait budget* (`ModelConfig.rate_limit_max_wait_s`), not
   against its attempts: a rate-limited run slows down instead of discarding work;
 - **an adaptive window of requests in flight** (AIMD, as TCP does): unlimited at first (or

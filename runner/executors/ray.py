@@ -8,6 +8,8 @@
 - The driver keeps the run store, the progress display and the run cost cap. Workers report to a Board
   actor and read the driver's stop from it; the model's rate limiter is one actor for the whole run;
   images a node lacks come from the driver's engine (ray_actors.ImageDepot).
+- No API key passes through Ray: the runtime env carries the key variables' names, and each node's
+  workers read the values from that node's environment or secrets file (ray_keys).
 - A node that dies takes its tasks with it: Ray runs them again on another node (`max_retries`), and the
   sweep at the end removes what the dead workers left. A stop (Ctrl-C, SIGTERM, the cost cap) reaches
   the workers through the board; tasks still running `drain_s` later are cancelled.
@@ -27,6 +29,7 @@ from typing import Any
 from harness.tasks.task import Task
 from runner.config import ConfigError, ExecutorConf
 from runner.executors.base import TICK_S, Context, Running
+from runner.executors.ray_keys import key_names, runtime_env
 from runner.grading import TimingJob
 from runner.rollout import RUN_LABEL, RolloutJob, RolloutResult
 from scaffolds.exits import ExitReason
@@ -47,15 +50,17 @@ class RemoteRollout:
     cost: float
 
 
-def connect(conf: ExecutorConf, env: dict[str, str]) -> None:
-    """Join the cluster `conf.address` names, or start a Ray on this machine for the run."""
+def connect(conf: ExecutorConf, key_vars: list[str]) -> None:
+    """Join the cluster `conf.address` names, or start a Ray on this machine for the run. `key_vars`: the
+    names of the variables holding the model's key; only the names go into the runtime env (Ray stores and
+    logs it on every node), the workers read the values on their own node (runner.executors.ray_keys)."""
     import ray
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     reachable(conf.address)
     options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
-    if env:
-        options["runtime_env"] = {"env_vars": env}
+    if key_vars:
+        options["runtime_env"] = runtime_env(key_vars)
     try:
         if conf.address:
             ray.init(address=conf.address, **options)
@@ -80,6 +85,13 @@ def reachable(address: str, timeout_s: float = 5.0) -> None:
                           f"`{START_NODES}` or leave executor.address empty for a Ray on this machine") from None
 
 
+def _config_error(err: Any) -> ConfigError | None:
+    """A worker's ConfigError (a node without the model's key) as the driver's own one-line error, without
+    Ray's remote traceback around it; None for anything else."""
+    cause = getattr(err, "cause", None)
+    return ConfigError(str(cause)) if isinstance(cause, ConfigError) else None
+
+
 def _on_gpus(remote: Any, task: Task) -> Any:
     """`remote` asking Ray for a GPU task's GPUs: it lands on a node that has them, held for it meanwhile."""
     return remote.options(num_gpus=task.gpus) if task.gpus else remote
@@ -94,8 +106,8 @@ class RayExecutor:
         from runner.executors.ray_actors import Board, ImageDepot, limiter_actor
 
         self.context, self.conf = context, context.conf
-        key_env = self.conf.model.api_key_env  # model calls go out from the nodes: they need the key
-        connect(self.conf.executor, {key_env: os.environ[key_env]} if key_env and key_env in os.environ else {})
+        # Model calls go out from the nodes: each needs the key, which it holds itself (ray_keys).
+        connect(self.conf.executor, key_names(self.conf.model.api_key_env))
         self.stopping: ExitReason | None = None
         self.overheads: list[float] = []
         try:
@@ -132,7 +144,10 @@ class RayExecutor:
 
         slots = int(ray.cluster_resources().get("rollout_slot", 1))
         task = ray.remote(ray_node.warm_up).options(num_cpus=0, resources={"rollout_slot": 1})
-        ray.get([task.remote() for _ in range(min(self.conf.parallel, slots))])
+        try:
+            ray.get([task.remote(self.conf.model) for _ in range(min(self.conf.parallel, slots))])
+        except ray.exceptions.RayTaskError as err:
+            raise _config_error(err) or err.as_instanceof_cause() from None
 
     # ---------------------------------------------------------------- rollouts
     def run_rollouts(self, jobs: Sequence[RolloutJob], done: Callable[[RolloutJob, RolloutResult | None], None],
@@ -185,8 +200,8 @@ class RayExecutor:
             return ray.get(ref)
         except ray.exceptions.TaskCancelledError:
             return None
-        except ray.exceptions.RayTaskError as err:  # our code raised: a bug, surfaced as locally
-            raise err.as_instanceof_cause() from None
+        except ray.exceptions.RayTaskError as err:  # our code raised: a bug (or a node without the key)
+            raise _config_error(err) or err.as_instanceof_cause() from None
         except ray.exceptions.RayError as err:  # its worker or node died more often than Ray retries
             print(f"ray: {job.task.id} #{job.index} lost ({type(err).__name__}); not recorded, a resume runs it "
                   "again", flush=True)

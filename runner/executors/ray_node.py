@@ -3,7 +3,8 @@
 Every function uses the node's own engine, of the sandbox provider the run names (`sandbox.provider`,
 carried by the config, the timing job or the call). A rollout reports to the driver's Board about twice a
 second (steps, cost) and learns from it when to stop; the model calls go out from the node, through the
-run's shared rate limiter. A missing task image is loaded from the driver's ImageDepot before the
+run's shared rate limiter, with the key the node itself holds (ray_keys: its environment or secrets
+file; Ray never carries it). A missing task image is loaded from the driver's ImageDepot before the
 container starts.
 """
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import ray
 
 from harness import gpus
+from harness.models.config import ModelConfig
 from runner.config import RunConf
 from runner.grading import TimingJob
 from runner.rollout import RUN_LABEL, Interrupted, Live, RolloutJob, RolloutResult, RolloutRunner
@@ -57,7 +59,9 @@ def run_rollout(conf: RunConf, run_id: str, job: RolloutJob, board: Any, limiter
     """One rollout on this node; None when the run is stopping (the driver drops it; a resume redoes it)."""
     from harness.sandbox.providers import provider
     from runner.executors.ray_actors import share_limiter
+    from runner.executors.ray_keys import check_node
 
+    check_node(conf.model)  # a node without the key says so once, instead of each rollout failing on auth
     share_limiter(limiter)
     if job.task.gpus:  # the GPUs Ray gave this task are this process's whole pool
         gpus.restrict(ray.get_gpu_ids())
@@ -113,11 +117,14 @@ def sweep(run_id: str, provider_name: str) -> int:
     return engine.cleanup("all", labels={RUN_LABEL: run_id}) + engine.cleanup("orphans")
 
 
-def warm_up() -> int:
-    """Start a worker and import what a rollout needs (litellm takes seconds), before any rollout's clock."""
+def warm_up(model: ModelConfig | None = None) -> int:
+    """Start a worker and import what a rollout needs (litellm takes seconds), before any rollout's clock;
+    and check that the node holds the model's key (ray_keys.check_node)."""
     from harness.models.loader import litellm_module
+    from runner.executors.ray_keys import check_node
 
     import runner.rollout  # noqa: F401
 
     litellm_module()
+    check_node(model)
     return os.getpid()
