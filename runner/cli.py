@@ -74,6 +74,8 @@ def add_grade_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("run_dir", type=Path, nargs="?", help="a run's directory (outputs/runs/<name>)")
     parser.add_argument("--force", action="store_true", help="RUN_DIR: re-time every patch, ignoring stored reports")
+    parser.add_argument("--no-retry-errors", dest="retry_errors", action="store_false",
+                        help="RUN_DIR: keep stored reports with status error (by default they are redone)")
     harness_cli.tasks_args(parser)
     harness_cli.grading_args(parser)
     harness_cli.provider_args(parser, default=None)  # RUN_DIR: the run's own unless given
@@ -129,7 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     if args and args[0] == "run":
         from runner.__main__ import cli
 
-        return cli(args[1:], prog=f"{PROG} run")
+        # (the one flag `run` takes beside Hydra's overrides, spelled as `grade` spells it)
+        rest = ["retry_errors=false" if a == "--no-retry-errors" else a for a in args[1:]]
+        return cli(rest, prog=f"{PROG} run")
     parsed = parse(args)
     if hasattr(parsed, "handler"):
         return int(parsed.handler(parsed))

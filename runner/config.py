@@ -140,6 +140,9 @@ class RunConf:
     grading: GradeConfig = field(default_factory=GradeConfig)
     judge: JudgeConfig | None = None  # judge=MODEL: an LLM judges each rollout once it is graded (runner.judging)
     infra_retries: int = 2
+    # On resume: rollouts recorded infra_error / provider_error run again, grading reports with status error
+    # are redone (false: kept as they are; `--no-retry-errors`). Not part of the experiment's identity.
+    retry_errors: bool = True
     name: str = "run"
     sweep_name: str = "sweep"
     output_root: str = "outputs"

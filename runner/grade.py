@@ -7,26 +7,38 @@ import argparse
 import dataclasses
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.config import ConfigError
 
+if TYPE_CHECKING:
+    from runner.store import RunStore
+
 
 def regrade(run_dir: Path, force: bool = False, changes: dict[str, Any] | None = None,
-            sandbox_provider: str | None = None) -> Path:
+            sandbox_provider: str | None = None, retry_errors: bool = True) -> Path:
     """Grade every finished rollout of a run that lacks a matching report; rewrite results and reports.
     `changes` are grading settings that replace the run's (rounds, mode, stat, p, gso_version);
-    `sandbox_provider` replaces the run's `sandbox.provider` (None: the run's own)."""
+    `sandbox_provider` replaces the run's `sandbox.provider` (None: the run's own); `retry_errors` redoes
+    stored reports with status error (infrastructure)."""
+    from runner.lock import RunLock
+    from runner.store import RunStore
+
+    store = RunStore(run_dir)
+    plain = store.load_config()
+    with RunLock(run_dir, "grade"):  # (a live run, or another regrade, would lose what this one rewrites)
+        return _regrade(store, plain, force, changes, sandbox_provider, retry_errors)
+
+
+def _regrade(store: "RunStore", plain: dict[str, Any], force: bool, changes: dict[str, Any] | None,
+             sandbox_provider: str | None, retry_errors: bool) -> Path:
     from harness.grader.config import GradeConfig
     from harness.sandbox.providers import provider
     from runner.config import validate
     from runner.grading import Grader, graded
     from runner.plan import select
     from runner.report import write_reports
-    from runner.store import RunStore
 
-    store = RunStore(run_dir)
-    plain = store.load_config()
     conf = validate(plain)
     if changes:
         try:  # from the statistic as configured (e.g. auto), so a mode change resolves it anew
@@ -44,7 +56,7 @@ def regrade(run_dir: Path, force: bool = False, changes: dict[str, Any] | None =
     images = sandboxes.ensure_images([tasks[r.instance_id] for r in finished], conf.sandbox.base_image,
                                      progress=print, base_map=dict(conf.tasks.base_map),
                                      rootfs_from=conf.sandbox.rootfs)
-    grader = Grader(store, conf.grading, images, sandboxes, force=force)
+    grader = Grader(store, conf.grading, images, sandboxes, force=force, retry_errors=retry_errors)
     records = []
     try:  # one timing session per task for what is not graded yet (runner.grading)
         for _task, record, report in grader.reports([(tasks[r.instance_id], r) for r in finished],
@@ -69,6 +81,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("run_dir", type=Path, help="the run's directory (outputs/runs/<name>)")
     parser.add_argument("--force", action="store_true", help="re-time every patch, ignoring stored reports")
+    parser.add_argument("--no-retry-errors", dest="retry_errors", action="store_false",
+                        help="keep stored reports with status error (by default they are redone)")
     add_grading_arguments(parser)  # each left out keeps the run's own setting
     provider_args(parser, default=None)
 
@@ -85,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
     from harness.tasks import TaskError
     from runner.report import report_command
 
-    return report_command(lambda: regrade(args.run_dir, args.force, grading_changes(args), args.provider),
+    return report_command(lambda: regrade(args.run_dir, args.force, grading_changes(args), args.provider,
+                                          getattr(args, "retry_errors", True)),
                           (ConfigError, TaskError, SandboxError), "the gradings finished", args.run_dir)
 
 

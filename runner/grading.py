@@ -1,6 +1,7 @@
 """A run's gradings: each finished rollout's patch through the harness grader.
 
-A stored report is reused while the patch and the grading settings are unchanged (resume). Within a run,
+A stored report is reused while the patch and the grading settings are unchanged (resume), unless its
+status is `error` (infrastructure: the engine died), which is redone unless retry_errors is off. Within a run,
 rollouts of one task that produced byte-identical patches share one grading: timing the same code twice
 only measures noise, and the reuse is recorded (`reused_from`). What is left to measure becomes one
 timing job per task, all its distinct patches graded in one session (harness.grader.grade), handed to
@@ -54,14 +55,17 @@ def time_locally(sandboxes: SandboxProvider) -> Timing:
 
 class Grader:
     def __init__(self, store: RunStore, config: GradeConfig, images: dict[str, TaskImages], sandboxes: SandboxProvider,
-                 force: bool = False, timing: Timing | None = None) -> None:
+                 force: bool = False, timing: Timing | None = None, retry_errors: bool = True) -> None:
         self.store, self.config, self.images, self.force = store, config, images, force
+        self.retry_errors = retry_errors  # a stored report with status error (infrastructure) is redone
         self.provider = sandboxes.name  # each timing job names it (the Ray executor times on other machines)
         self.timing = timing or time_locally(sandboxes)
         self._by_patch: dict[tuple[str, str | None], tuple[int, dict[str, Any]]] = {}
 
     def _matches(self, report: dict[str, Any] | None, record: RolloutRecord) -> bool:
-        return report is not None and not self.force and self.config.matches(report, record.patch_sha256)
+        if report is None or self.force or (self.retry_errors and report.get("status") == "error"):
+            return False
+        return self.config.matches(report, record.patch_sha256)
 
     def reports(self, items: Sequence[tuple[Task, RolloutRecord]], log: Log = lambda _m: None,
                 ) -> Iterator[tuple[Task, RolloutRecord, dict[str, Any]]]:
@@ -72,6 +76,11 @@ class Grader:
         job_of: dict[str, int] = {}
         slot_of: dict[tuple[str, str | None], tuple[int, int]] = {}
         for task, record in items:
+            too_large = record.details.get("patch_too_large")
+            if too_large:  # nothing to grade: the change was never read
+                report = self.config.new_report(task.id, "", status="patch_too_large", reason=too_large, score=0.0)
+                yield task, record, self._keep(task, record, report, save=True)
+                continue
             stored = self.store.grading(task.id, record.rollout)
             if self._matches(stored, record):
                 yield task, record, self._keep(task, record, stored)  # type: ignore[arg-type]

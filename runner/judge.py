@@ -9,9 +9,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from runner import CONF_DIR
 from runner.config import ConfigError
+
+if TYPE_CHECKING:
+    from runner.config import RunConf
+    from runner.store import RunStore
 
 
 def judge_config(overrides: list[str]):  # -> JudgeConfig
@@ -43,14 +48,22 @@ def judge_config(overrides: list[str]):  # -> JudgeConfig
 def judge_run(run_dir: Path, overrides: list[str], force: bool = False) -> Path:
     """Judge every graded rollout of the run that this judge has not judged yet; rewrite the reports."""
     from runner.config import validate
-    from runner.judging import judge_records
-    from runner.plan import select
-    from runner.report import write_reports
+    from runner.lock import RunLock
     from runner.store import RunStore
 
     config = judge_config(overrides)
     store = RunStore(run_dir)
     conf = validate(store.load_config())
+    with RunLock(run_dir, "judge"):
+        return _judge(store, conf, config, force)
+
+
+def _judge(store: "RunStore", conf: "RunConf", config: Any, force: bool) -> Path:
+    from runner.judging import judge_records
+    from runner.plan import select
+    from runner.report import write_reports
+
+    run_dir = store.root
     if conf.grade == "none" and not any(r.grading for r in store.results()):
         raise ConfigError(f"{run_dir} is not graded: grade it first (python -m runner.grade {run_dir})")
     tasks = {t.id: t for t in select(conf)}

@@ -20,9 +20,11 @@ from typing import Any
 
 from harness import gpus
 from harness.models.model import Model
+from harness.models.redaction import redact
 from harness.models.records import Usage
 from harness.models.scripted import Script, is_scripted
-from harness.sandbox.interface import NoPatch, Sandbox, SandboxError, close_quietly, pin_if_possible
+from harness.sandbox.interface import (NoPatch, PatchTooLarge, Sandbox, SandboxError, close_quietly,
+                                      pin_if_possible)
 from harness.sandbox.providers import SandboxProvider
 from harness.tasks.task import Task
 from runner.config import ConfigError, RunConf
@@ -128,6 +130,7 @@ class RolloutJob:
     index: int
     image: str  # the agent's image
     script: Script | None = None  # scripted models: what the model plays
+    spent_before: list[Usage] = field(default_factory=list)  # a resumed infra failure: what it spent then
 
     @property
     def key(self) -> tuple[str, int]:
@@ -142,9 +145,12 @@ class RolloutResult:
     grading: dict[str, Any] | None = None  # grading.in_place: the report made in the agent's container
 
 
-def make_job(conf: RunConf, task: Task, index: int, image: str) -> RolloutJob:
+def make_job(conf: RunConf, task: Task, index: int, image: str, retried: RolloutRecord | None = None) -> RolloutJob:
+    """The job of one rollout; `retried`: its record from before, an infrastructure failure run again on
+    resume, whose spend the new record keeps in its totals."""
     replayed = RunStore(conf.model.run_dir) if conf.model.run_dir else None  # type: ignore[arg-type]
-    return RolloutJob(task, index, image, script_for(conf, task, index, replayed))
+    spent = [retried.usage] if retried is not None else []
+    return RolloutJob(task, index, image, script_for(conf, task, index, replayed), spent)
 
 
 class RolloutRunner:
@@ -160,10 +166,12 @@ class RolloutRunner:
         """One rollout with infrastructure retries."""
         task = job.task
         errors: list[str] = []
+        live.spent.extend(copy.deepcopy(job.spent_before))
         for attempt in range(self.conf.infra_retries + 1):
             live.attempt = attempt
             if live.stop_reason == ExitReason.INTERRUPTED:
                 raise Interrupted
+            started = time.time()
             try:
                 result = self._attempt(job, live)
             except SandboxError as err:
@@ -174,6 +182,16 @@ class RolloutRunner:
                 if attempt < self.conf.infra_retries:
                     self._await_engine(live)
                 continue
+            except Interrupted:
+                raise
+            except Exception as err:  # noqa: BLE001 - whatever the agent caused: this rollout's error, not the run's
+                if live.stop_reason == ExitReason.INTERRUPTED:
+                    raise Interrupted from None
+                record = self._record(task, live.index, None, live.model, "", started, attempts=attempt + 1)
+                record.exit_reason = ExitReason.ERROR
+                record.exit_message = redact(f"unexpected {type(err).__name__}: {err}")[:2000]
+                record.infra_errors = errors
+                return RolloutResult(with_spent(record, live.spent), None)
             record = result.record
             if record.exit_reason in RETRIED and attempt < self.conf.infra_retries:
                 errors.append(record.exit_message)
@@ -220,6 +238,7 @@ class RolloutRunner:
         error: BaseException | None = None
         report: dict[str, Any] | None = None
         no_patch = ""  # why the container's change could not be read, when the agent broke its repository
+        too_large = ""  # why there is no patch when the change was over sandbox.max_patch_bytes
         try:
             if self.cpuset:
                 pin_if_possible(sandbox, self.cpuset)
@@ -252,8 +271,13 @@ class RolloutRunner:
             # The scaffold's rule: the container's diff, or (mini_swe's upstream option) what it submitted.
             try:
                 patch = sandbox.diff() if episode_patch is None else episode_patch
+            except PatchTooLarge as err:  # a generated file in the work tree: recorded, never read whole
+                patch, too_large = "", str(err)
             except NoPatch as err:  # the agent broke its repository or git: its outcome, graded as no patch
                 patch, no_patch = "", str(err)
+            if len(patch.encode()) > self.conf.sandbox.max_patch_bytes:  # (a submitted one, mini_swe's rule)
+                patch, too_large = "", f"the submitted patch is over sandbox.max_patch_bytes " \
+                                       f"({self.conf.sandbox.max_patch_bytes} bytes)"
             if self.conf.grading.in_place and task.reward_check is not None and self.conf.grade != "none":
                 # Harbor's way, as an option: verify in the agent's own container before it goes
                 from harness.grader.reward import grade_reward
@@ -268,11 +292,13 @@ class RolloutRunner:
         record = self._record(task, live.index, episode, model, patch, started, attempts=live.attempt + 1)
         if no_patch:
             record.details["no_patch"] = no_patch
+        if too_large:
+            record.details["patch_too_large"] = too_large
         if given:
             record.details["gpus"] = [gpu.record() for gpu in given]
         if episode is None:
             if error is not None:
-                record.exit_reason, record.exit_message = ExitReason.ERROR, f"{type(error).__name__}: {error}"
+                record.exit_reason, record.exit_message = ExitReason.ERROR, redact(f"{type(error).__name__}: {error}")
             else:
                 record.exit_reason, record.exit_message = ExitReason.TIME_LIMIT, STOPPED_WHY[ExitReason.TIME_LIMIT]
         elif episode.exit_reason == ExitReason.INTERRUPTED and live.stop_reason:

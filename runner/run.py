@@ -26,6 +26,7 @@ from harness.sandbox.providers import provider
 from runner.config import ConfigError, RunConf
 from runner.executors.base import Context, Executor, Running, make_executor
 from runner.grading import Grader, graded
+from runner.lock import RunLock
 from runner.plan import Planned, plan, select
 from runner.progress import Progress
 from runner.provenance import collect as collect_provenance
@@ -33,7 +34,7 @@ from runner.records import ResultRecord, RolloutRecord
 from runner.report import write_reports
 from runner.rollout import RolloutJob, RolloutResult, make_job
 from runner.store import RunStore
-from scaffolds.exits import ExitReason
+from scaffolds.exits import RETRIED, ExitReason
 
 
 class RunInterrupted(Exception):
@@ -44,15 +45,17 @@ class Runner:
     def __init__(self, conf: RunConf, plain: dict[str, Any], run_dir: Path) -> None:
         self.conf, self.plain = conf, plain
         self.store = RunStore(run_dir)
+        self.run_lock = RunLock(run_dir, "run")  # held from the run directory's first write to the end
         self.sandboxes = provider(conf.sandbox.provider)
         self.executor: Executor | None = None
         self.lock = threading.Lock()
         self.stopping: ExitReason | None = None  # None, INTERRUPTED or RUN_COST_LIMIT
+        self.signalled = 0  # a first signal the loop has not acted on yet (_on_signal sets only flags)
         self.exit_code = 130  # the interrupting signal's: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP
         self.grading_phase = False
         self.progress: Progress | None = None
         self.grade_queue: queue.Queue[RolloutRecord | None] = queue.Queue()
-        self.recorded = {r.key for r in self.store.results()}
+        self.recorded: set[tuple[str, int]] = set()  # read once the lock is held (_prepare)
         self.images: dict[str, TaskImages] = {}  # task id -> its images, once ensured
 
     # ---------------------------------------------------------------- entry
@@ -88,8 +91,11 @@ class Runner:
         return 0
 
     def _close(self) -> None:
-        if self.executor is not None:
-            self.executor.close()
+        try:
+            if self.executor is not None:
+                self.executor.close()
+        finally:
+            self.run_lock.release()
 
     def _remove_sandboxes(self) -> None:
         """The second signal: no time for anything gentler."""
@@ -108,7 +114,11 @@ class Runner:
         self.sandboxes.ensure_ready()
         # Before the run directory exists: a cluster that cannot be reached refuses the run.
         self.executor = make_executor(Context(self.conf, self.store.run_id, self.sandboxes))
+        self.run_lock.acquire()  # a second runner on this directory is refused here, in one line
         resuming = self.store.bind_config(self.plain)
+        # Recorded rollouts are not graded again, except those whose grading broke on infrastructure (error)
+        self.recorded = {r.key for r in self.store.results()
+                         if not (self.conf.retry_errors and r.grading is not None and r.grading.status == "error")}
         if check is not None:
             self.store.append_check(check.to_dict())
         removed = self.sandboxes.cleanup("orphans")  # containers of earlier runs that were killed
@@ -120,16 +130,24 @@ class Runner:
         importer.join()
         planned = plan(tasks, self.conf.rollouts)
         stored = [(p, self.store.rollout(p.task.id, p.index)) for p in planned]  # read each result file once
+        # An infrastructure failure from before (the engine died, the provider was down) is run again, its
+        # spend kept, unless retry_errors=false (--no-retry-errors) keeps it as it was.
+        retry = RETRIED if self.conf.retry_errors else frozenset()
+        again = [(p, record) for p, record in stored if record is not None and record.exit_reason in retry]
         todo = [make_job(self.conf, p.task, p.index, images[p.task.id].agent) for p, record in stored if record is None]
-        done_before = [record for _, record in stored if record is not None]
+        todo += [make_job(self.conf, p.task, p.index, images[p.task.id].agent, retried=record) for p, record in again]
+        done_before = [record for _, record in stored if record is not None and record.exit_reason not in retry]
+        self.recorded -= {record.key for _, record in again}  # their new records replace the old (last one wins)
         # Once the images are known, on the first start (or a resume of one killed before this point): a run from
         # before provenance was recorded gets none, since its finished rollouts ran somewhere unrecorded.
         if not done_before and self.store.provenance() is None:
             self.store.add_provenance(collect_provenance(self.conf, images, self.sandboxes))
         if resuming:
             print(f"resuming {self.store.root}: {len(done_before)} rollouts already finished, {len(todo)} to run"
+                  + (f" ({len(again)} of them infrastructure failures, run again)" if again else "")
                   + (f"; removed {removed} leftover containers" if removed else ""), flush=True)
-        self.grader = Grader(self.store, self.conf.grading, images, self.sandboxes, timing=self.executor.time_patches)
+        self.grader = Grader(self.store, self.conf.grading, images, self.sandboxes, timing=self.executor.time_patches,
+                             retry_errors=self.conf.retry_errors)
         self.tasks = {t.id: t for t in tasks}
         return planned, todo, done_before
 
@@ -160,6 +178,7 @@ class Runner:
             self.progress = progress
 
             def tick() -> None:
+                self._act_on_signal()
                 live = executor.running()
                 self._check_run_cost(progress.cost_before + sum(item.cost for item in live), live)
                 progress.update(live)
@@ -205,15 +224,24 @@ class Runner:
         self.executor.stop(ExitReason.RUN_COST_LIMIT)
 
     def _on_signal(self, signum: int) -> None:
-        """The first Ctrl-C, SIGTERM or SIGHUP (the second one exits at once: `harness.signals`)."""
+        """The first Ctrl-C, SIGTERM or SIGHUP (the second one exits at once: `harness.signals`). Flags only:
+        a handler runs between two bytecodes of the main thread, which may be holding a lock that stopping
+        takes (the executor's), or be inside a print; the rollout loop's next tick does the stopping."""
+        self.signalled = signum
         self.stopping = ExitReason.INTERRUPTED
         self.exit_code = 128 + signum
+        if self.grading_phase:  # (grading stops by the exception, as a Ctrl-C would stop it)
+            raise signals.Stopped(signum)
+
+    def _act_on_signal(self) -> None:
+        """On the loop's tick: what the first signal asked for, once."""
+        signum, self.signalled = self.signalled, 0
+        if not signum:
+            return
         print(f"\ninterrupted ({signals.NAMES.get(signum, signum)}): stopping rollouts (a second signal exits at "
               "once)", flush=True)
         if self.executor is not None:
             self.executor.stop(ExitReason.INTERRUPTED)
-        if self.grading_phase:
-            raise signals.Stopped(signum)
 
     # ---------------------------------------------------------------- grading
     def _grade(self, records: list[RolloutRecord]) -> None:

@@ -92,9 +92,28 @@ class RunStore:
                    + yaml.safe_dump({"provenance": provenance}, sort_keys=False))
         return True
 
+    # ---------------------------------------------------------------- paths
+    def inside(self, *parts: str | int) -> Path:
+        """The path of `parts` under the run directory, each a plain name: ids come from task sources and from
+        the records of a run directory that may have been copied from elsewhere, and none may lead out of it
+        (`..`, a slash, an absolute path, a hidden name). ConfigError, in one line, otherwise."""
+        names = [str(p) for p in parts]
+        for name in names:
+            if not name or name.startswith(".") or "/" in name or "\\" in name or "\x00" in name:
+                raise ConfigError(f"{self.root}: {name!r} is not a plain name inside the run directory; the run's "
+                                  "records or task ids are not safe to use as paths")
+        path = self.root.joinpath(*names)
+        if not path.resolve().is_relative_to(self.root.resolve()):  # (a symlink inside pointing out)
+            raise ConfigError(f"{self.root}: {'/'.join(names)} leads outside the run directory")
+        return path
+
+    def at_ref(self, ref: str) -> Path:
+        """A run-relative path a record holds (its trajectory, its grading), checked as `inside` does."""
+        return self.inside(*ref.split("/"))
+
     # ---------------------------------------------------------------- rollouts, trajectories, gradings
     def _rollout_path(self, task_id: str, index: int) -> Path:
-        return self.root / "rollouts" / task_id / f"{index}.json"
+        return self.inside("rollouts", task_id, f"{index}.json")
 
     def trajectory_ref(self, task_id: str, index: int) -> str:
         return trajectory_ref(task_id, index)
@@ -114,31 +133,31 @@ class RunStore:
 
     def save_rollout(self, record: RolloutRecord, trajectory: dict[str, Any] | None) -> None:
         if trajectory is not None:  # the trajectory first: a rollout file always has its trajectory
-            write_json(self.root / self.trajectory_ref(record.instance_id, record.rollout), trajectory)
+            write_json(self.at_ref(self.trajectory_ref(record.instance_id, record.rollout)), trajectory)
         write_json(self._rollout_path(record.instance_id, record.rollout), record.to_dict())
 
     def trajectory(self, record: RolloutRecord) -> dict[str, Any] | None:
-        data = read_json(self.root / record.trajectory) if record.trajectory else None
+        data = read_json(self.at_ref(record.trajectory)) if record.trajectory else None
         return data if isinstance(data, dict) else None
 
     def trajectory_of(self, task_id: str, index: int) -> dict[str, Any] | None:
-        data = read_json(self.root / self.trajectory_ref(task_id, index))
+        data = read_json(self.at_ref(self.trajectory_ref(task_id, index)))
         return data if isinstance(data, dict) else None
 
     def grading(self, task_id: str, index: int) -> dict[str, Any] | None:
-        data = read_json(self.root / self.grading_ref(task_id, index))
+        data = read_json(self.at_ref(self.grading_ref(task_id, index)))
         return data if isinstance(data, dict) else None
 
     def save_grading(self, task_id: str, index: int, report: dict[str, Any]) -> None:
-        write_json(self.root / self.grading_ref(task_id, index), report)
+        write_json(self.at_ref(self.grading_ref(task_id, index)), report)
 
     # ---------------------------------------------------------------- judgements (runner.judging)
     def judgement(self, judge_id: str, task_id: str, index: int) -> dict[str, Any] | None:
-        data = read_json(self.root / "judging" / judge_id / task_id / f"{index}.json")
+        data = read_json(self.inside("judging", judge_id, task_id, f"{index}.json"))
         return data if isinstance(data, dict) else None
 
     def save_judgement(self, judge_id: str, task_id: str, index: int, judgement: dict[str, Any]) -> None:
-        write_json(self.root / "judging" / judge_id / task_id / f"{index}.json", judgement)
+        write_json(self.inside("judging", judge_id, task_id, f"{index}.json"), judgement)
 
     def judges(self) -> list[str]:
         """The ids of the judges that judged some rollout of this run."""
@@ -147,7 +166,7 @@ class RunStore:
 
     def truncated(self, steps: int) -> "RunStore":
         """The store for this run's gradings at a post-hoc step budget."""
-        return RunStore(self.root / "truncated" / f"steps_{steps}")
+        return RunStore(self.inside("truncated", f"steps_{steps}"))
 
     # ---------------------------------------------------------------- results.jsonl
     @property
@@ -162,6 +181,7 @@ class RunStore:
                 record = ResultRecord.from_dict(data)
             except (KeyError, TypeError, ValueError):
                 continue  # not a record this version can read: that rollout is recorded again
+            self.inside(record.instance_id)  # (pages and GSO's layout use it as a path part)
             records[record.key] = record
         return list(records.values())
 

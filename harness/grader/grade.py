@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from harness import metrics
+from harness.models.redaction import redact
 from harness.grader.config import MEASURED, GradeConfig
 from harness.grader.states import PATCH_PATH, CodeState, StepFailed, Stop, copy_references, prepare_state, reason_of, \
     run_test_script
@@ -42,7 +43,7 @@ from harness import gpus
 from harness.gpus.clocks import ClockLock, Watch
 from harness.grader.freeze import build_review
 from harness.grader.guards import clock_review, hook_review, leftover_review, static_review
-from harness.grader.isolation import Outside
+from harness.grader.isolation import FenceError, Outside
 from harness.grader.timing import RATIOS, Log, SessionTimes, bootstrap, estimates, straddles, time_session
 from harness.sandbox.interface import TESTBED, Sandbox, SandboxError, memory_bytes, pin_if_possible
 from harness.sandbox.providers import DEFAULT_PROVIDER, SandboxProvider, provider
@@ -71,7 +72,14 @@ def grade_patches(task: Task, patches: list[str | None], image: str, config: Gra
     sandboxes = sandboxes or provider(DEFAULT_PROVIDER)
     if task.reward_check is not None:  # a verifier that writes a reward (Harbor), not timed tests
         from harness.grader.reward import grade_reward
-        return [grade_reward(task, p, image, config, sandboxes, instance_id, log) for p in patches]
+
+        def one(p: str | None) -> dict[str, Any]:
+            try:
+                return grade_reward(task, p, image, config, sandboxes, instance_id, log)
+            except Exception as err:  # noqa: BLE001 - this patch's error, never the run's crash
+                return config.new_report(instance_id or task.id, p, status="error", reason=unexpected(err),
+                                         score=0.0, verifier="reward")
+        return [one(p) for p in patches]
     reports = [config.new_report(instance_id or task.id, p, base_times=[], patch_times=[], commit_times=[],
                                  opt_stats={}, score=0.0) for p in patches]
     first: dict[str | None, int] = {}  # patch digest -> the index that is graded
@@ -86,6 +94,11 @@ def grade_patches(task: Task, patches: list[str | None], image: str, config: Gra
         _session(task, [(i, patches[i] or "") for i in todo[start:start + size]], reports, (image, base_image or image),
                  config, log, sandboxes)
     return [dict(reports[first[r["patch_sha256"]]]) if r["patch_exists"] else r for r in reports]
+
+
+def unexpected(err: BaseException) -> str:
+    """An exception no step expected, as a report's reason: its kind and message."""
+    return redact(f"unexpected {type(err).__name__}: {err}")[:2000]
 
 
 def session_size(task: Task, config: GradeConfig) -> int:
@@ -162,6 +175,9 @@ def _session(task: Task, items: list[tuple[int, str]], reports: list[dict[str, A
     except SandboxError as err:  # infrastructure, not the patch: say so, grade the rest
         for i in list(open_):
             finish(i, "error", str(err))
+    except Exception as err:  # noqa: BLE001 - whatever else: the session's patches' error, not the run's crash
+        for i in list(open_):
+            finish(i, "error", unexpected(err))
     finally:
         for box in boxes:
             try:
@@ -232,11 +248,24 @@ def _prepare(task: Task, items: list[tuple[int, str]], images: tuple[str, str], 
         except StepFailed as err:
             finish(i, "patch_failed", reason_of(err, "patch"))
             continue
+        except FenceError as err:  # its build left a container the grader cannot fence: the patch's doing
+            finish(i, "patch_failed", f"patch: after its build, {err}")
+            continue
+        except SandboxError:
+            raise  # infrastructure: the session's
+        except Exception as err:  # noqa: BLE001 - this patch's error, not the session's or the run's
+            finish(i, "error", unexpected(err))
+            continue
         reports[i]["patch_successfully_applied"] = True
         try:
             patch_eqs[i].result()
         except StepFailed as err:
             finish(i, "test_failed", reason_of(err, "patch"))
+            continue
+        except SandboxError:
+            raise
+        except Exception as err:  # noqa: BLE001
+            finish(i, "error", unexpected(err))
             continue
         patched[i] = state
     return base, commit, patched

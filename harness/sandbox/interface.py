@@ -54,6 +54,11 @@ class NoPatch(Exception):
     deleted or broken, git removed): the agent's outcome, not infrastructure. The message says what failed."""
 
 
+class PatchTooLarge(NoPatch):
+    """The sandbox's change is over `max_patch_bytes` (a generated file in the work tree): recorded
+    `patch_too_large`, never read whole."""
+
+
 class ImageBuildError(SandboxError):
     """Building a task's image failed; the first line names what failed, the output tail follows."""
 
@@ -98,6 +103,9 @@ class SandboxLimits:
     network: bool = False
     max_output_bytes: int = MAX_OUTPUT_BYTES  # per command, on every exec path
     max_patch_bytes: int = 5 * 2**20  # a larger change is recorded patch_too_large, never read whole
+    # what one sandbox may write: its writable layer's size where the storage driver limits it (Docker:
+    # devicemapper, btrfs, zfs, overlay2 over xfs with pquota), and the free space a run needs to start
+    disk: str = "10g"
 
     def problems(self) -> list[str]:
         """What is out of range, one line each, caught before any container starts."""
@@ -112,6 +120,8 @@ class SandboxLimits:
             out.append(f"max_output_bytes must be at least 1, got {self.max_output_bytes}")
         if self.max_patch_bytes < 1:
             out.append(f"max_patch_bytes must be at least 1, got {self.max_patch_bytes}")
+        if memory_bytes(self.disk) is None:
+            out.append(f"disk must be a size such as 10g or 500m, got {self.disk!r}")
         return out
 
     def for_task(self, cpus: float | None, memory: str | None) -> "SandboxLimits":
