@@ -157,3 +157,20 @@ def test_create_under_a_file_is_a_tool_error_not_an_infrastructure_error(editor:
     for path in ("/tmp/plain.txt/new.py", "/tmp/plain.txt/deeper/new.py"):
         with pytest.raises(ToolError, match="[Nn]ot a directory"):
             edit(editor, command="create", path=path, file_text="x = 1\n")
+
+
+def test_a_large_file_is_viewed_by_range_in_the_sandbox_and_not_edited_here(editor: Editor, box: DockerSandbox,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # 33 MB of numbered lines: over the editor's limit, so nothing reads it whole into this process.
+    box.exec("seq 1 1000000 | sed 's/$/ a line of a generated log/' > /tmp/big.log", timeout=120)
+    read: list[str] = []
+    original = box.read_file
+    monkeypatch.setattr(box, "read_file", lambda path: read.append(path) or original(path))  # (counts, still reads)
+    out = edit(editor, command="view", path="/tmp/big.log", view_range=[999999, -1])
+    assert out.startswith("Lines 999999-1000000 of /tmp/big.log (1000000 lines")
+    assert out.endswith("\n999999\t999999 a line of a generated log\n1000000\t1000000 a line of a generated log")
+    whole = edit(editor, command="view", path="/tmp/big.log")
+    assert "     1\t1 a line of a generated log" in whole and whole.endswith("</NOTE>")  # clipped at 16,000
+    with pytest.raises(ToolError, match="more than the editor's limit"):
+        edit(editor, command="str_replace", path="/tmp/big.log", old_str="1 a line", new_str="x")
+    assert read == []

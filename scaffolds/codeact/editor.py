@@ -6,6 +6,10 @@ directory two levels deep without hidden entries; `create` refuses an existing p
 needs exactly one match of `old_str`; `insert` goes after `insert_line` (0 = top); `undo_edit` reverts
 the last edit of that file; after an edit the changed region is shown with line numbers; every output
 is clipped at 16,000 characters. Problems raise `ToolError`, whose message the model sees.
+
+A file over MAX_WHOLE_BYTES (a generated log, a data dump) is never read whole into this process: `view`
+reads the lines it shows inside the sandbox (sed, clipped there), and edits are refused with the advice
+to use shell tools, as OpenHands' editor refuses files over its size limit.
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from harness.sandbox.interface import TESTBED, Sandbox
 from scaffolds.codeact.tools import ToolError
 
 SNIPPET_CONTEXT = 4  # lines shown above and below an edit
+MAX_WHOLE_BYTES = 10 * 2**20  # a larger file is viewed by range, inside the sandbox, and not edited here
 CLIP_NOTE = ("\n<response clipped><NOTE>Only the beginning of this output is shown. Search the file with "
              "`grep -n` and view the lines you need with `view_range`.</NOTE>")
 
@@ -50,7 +55,7 @@ class Editor:
         if not path.startswith("/"):
             suggestion = posixpath.join(self.workdir, path)
             raise ToolError(f"The path `{path}` is not absolute: it must start with `/`. Did you mean {suggestion}?")
-        kind, mode, path = self._kind(posixpath.normpath(path))  # a symlink is edited through its target
+        kind, mode, path, size = self._kind(posixpath.normpath(path))  # a symlink is edited through its target
         if command == "undo_edit":
             return self._clip(self.undo(path))
         if command == "create":
@@ -61,9 +66,14 @@ class Editor:
         if kind == "none":
             raise ToolError(f"The path `{path}` does not exist.")
         if command == "view":
-            return self._clip(self.view_dir(path, args) if kind == "dir" else self.view_file(path, args))
+            if kind == "dir":
+                return self._clip(self.view_dir(path, args))
+            return self._clip(self.view_large(path, args) if size > MAX_WHOLE_BYTES else self.view_file(path, args))
         if kind == "dir":
             raise ToolError(f"`{path}` is a directory; `{command}` works on files only.")
+        if size > MAX_WHOLE_BYTES:
+            raise ToolError(f"`{path}` has {size} bytes, more than the editor's limit of {MAX_WHOLE_BYTES}; edit it "
+                            "with shell tools (sed, a script) instead.")
         if command == "str_replace":
             out = self.str_replace(path, self._need(args, "old_str", command), args.get("new_str", ""), mode)
         else:  # insert
@@ -79,16 +89,35 @@ class Editor:
         view_range = args.get("view_range")
         if view_range is None:
             return f"Contents of {path}, with line numbers:\n{numbered(chr(10).join(lines))}"
-        if len(view_range) != 2:
-            raise ToolError("`view_range` must hold two integers: [first, last] (last = -1 for the end of the file).")
-        first, last = view_range
-        n = len(lines)
-        if not 1 <= first <= max(n, 1):
-            raise ToolError(f"Invalid `view_range` {view_range}: the first line must be within [1, {n}].")
-        if last != -1 and not first <= last <= n:
-            raise ToolError(f"Invalid `view_range` {view_range}: the last line must be -1 or within [{first}, {n}].")
+        first, last = self._range(view_range, len(lines))
         chosen = lines[first - 1:] if last == -1 else lines[first - 1:last]
         return f"Lines {first}-{first + len(chosen) - 1} of {path}:\n{numbered(chr(10).join(chosen), first)}"
+
+    def view_large(self, path: str, args: dict[str, Any]) -> str:
+        """`view` of a file over MAX_WHOLE_BYTES: its line count and the lines asked for, read in the
+        sandbox and cut there at the clip length (what is shown is never more than that)."""
+        q = shlex.quote(path)
+        count = self._exec(f"awk 'END {{ print NR }}' {q}").strip().splitlines()
+        n = int(count[-1]) if count and count[-1].isdigit() else 0
+        view_range = args.get("view_range")
+        first, last = (1, -1) if view_range is None else self._range(view_range, n)
+        end = "$" if last == -1 else str(last)
+        text = self._exec(f"sed -n '{first},{end}p;{end}q' {q} | head -c {self.clip + 1}")
+        chosen = _lines(text)
+        return (f"Lines {first}-{first + len(chosen) - 1} of {path} ({n} lines; a large file, so only what fits "
+                f"is shown):\n{numbered(chr(10).join(chosen), first)}")
+
+    @staticmethod
+    def _range(view_range: Any, n: int) -> tuple[int, int]:
+        if not isinstance(view_range, (list, tuple)) or len(view_range) != 2:
+            raise ToolError("`view_range` must hold two integers: [first, last] (last = -1 for the end of the file).")
+        first, last = view_range
+        if not 1 <= first <= max(n, 1):
+            raise ToolError(f"Invalid `view_range` {list(view_range)}: the first line must be within [1, {n}].")
+        if last != -1 and not first <= last <= n:
+            raise ToolError(f"Invalid `view_range` {list(view_range)}: the last line must be -1 or within "
+                            f"[{first}, {n}].")
+        return first, last
 
     def view_dir(self, path: str, args: dict[str, Any]) -> str:
         if args.get("view_range") is not None:
@@ -144,7 +173,7 @@ class Editor:
         if previous is None:  # the last edit created the file
             self._exec(f"rm -f {shlex.quote(path)}")
             return f"Undid the creation of {path}: the file is removed."
-        kind, mode, _real = self._kind(path)
+        kind, mode, _real, _size = self._kind(path)
         self.sandbox.write_file(path, previous)
         self._fix_mode(path, mode)
         return f"Undid the last edit of {path}. It now reads:\n{numbered(chr(10).join(_lines(previous)))}"
@@ -158,15 +187,17 @@ class Editor:
         return (f"Edited {path}. Lines {start}-{end} now read:\n{snippet}\n"
                 "Check that the change is what you intended; edit again if it is not.")
 
-    def _kind(self, path: str) -> tuple[str, str, str]:
-        """("dir" | "file" | "none", octal mode, the path with symlinks resolved) in one round trip."""
+    def _kind(self, path: str) -> tuple[str, str, str, int]:
+        """("dir" | "file" | "none", octal mode, the path with symlinks resolved, size in bytes) in one round
+        trip."""
         q = shlex.quote(path)
         out = self._exec(f"r=$(readlink -m -- {q}); if [ -d \"$r\" ]; then echo dir; elif [ -e \"$r\" ]; "
-                         "then echo file $(stat -c %a \"$r\"); else echo none; fi; printf '%s\\n' \"$r\"")
+                         "then echo file $(stat -c '%a %s' \"$r\"); else echo none; fi; printf '%s\\n' \"$r\"")
         lines = out.splitlines()
         words = lines[-2].split() if len(lines) >= 2 else []
         real = lines[-1].strip() if lines and lines[-1].startswith("/") else path
-        return (words[0] if words else "none"), (words[1] if len(words) > 1 else "644"), real
+        size = int(words[2]) if len(words) > 2 and words[2].isdigit() else 0
+        return (words[0] if words else "none"), (words[1] if len(words) > 1 else "644"), real, size
 
     def _read_text(self, path: str) -> str:
         try:

@@ -3,10 +3,12 @@
 Three runs of a tiny task with `scaffold=mini_swe` against the loopback OpenAI-compatible server, which
 answers as a mini_swe agent (a few commands, then the submission sentinel) and faults 20% of requests
 (429 with Retry-After, 500/503, a connection reset, a reply slower than the call timeout, a body that is
-not JSON; `tests.faults`):
+not JSON; `tests.faults`), and every 50th rollout's agent works against the runner from inside its container
+(a directory where the diff was once written, a generated file over `sandbox.max_patch_bytes`):
 
 - main: `--rollouts` (200; at least 100) rollouts at `parallel=8`; a few of its containers are `docker kill`ed from
-  outside mid-rollout and the Docker daemon is restarted once (`tests.bench.soak_chaos`);
+  outside mid-rollout, the Docker daemon is restarted once, and a second runner is started on the same run
+  directory a third of the way in (`tests.bench.soak_chaos`);
 - uninterrupted: `--resume-rollouts` rollouts, the same faults, nothing else;
 - killed: the same command SIGKILLed at a random moment, then run again to the end.
 
@@ -49,6 +51,7 @@ TIMEOUT_S = 3.0  # model.timeout_s: the `slow` fault answers after it
 PRICE_IN, PRICE_OUT = 2.0, 8.0  # USD per million tokens
 RSS_FROM = 20  # the RSS target compares the 20th recorded rollout with the last
 RSS_GROWTH_MAX = 0.10
+HOSTILE_EVERY = 50  # every 50th rollout's agent is hostile (tests.faults)
 
 
 @dataclass
@@ -79,6 +82,11 @@ class Run:
     @property
     def keys(self) -> Counter[tuple[str, int]]:
         return Counter((r["instance_id"], r["rollout"]) for r in self.records)
+
+    @property
+    def too_large(self) -> int:
+        """Records of rollouts whose change was over sandbox.max_patch_bytes (the hostile agents')."""
+        return sum(bool((r.get("details") or {}).get("patch_too_large")) for r in self.records)
 
     @property
     def duplicates(self) -> int:
@@ -158,7 +166,7 @@ def launch(cmd: list[str], run_dir: Path, chaos: Chaos, rng: random.Random, tag:
 def soak(label: str, name: str, rollouts: int, parallel: int, chaos: list[Chaos], tasks: Path, out: Path,
          seed: int) -> Run:
     """One run (one process per entry of `chaos`, the same command each time) against a fresh server."""
-    policy = FaultPolicy(share=0.2, timeout_s=TIMEOUT_S, seed=seed)
+    policy = FaultPolicy(share=0.2, timeout_s=TIMEOUT_S, seed=seed, hostile_every=HOSTILE_EVERY)
     run = Run(label, rollouts, out / "runs" / name)
     rng = random.Random(seed)
     console.print(f"[bold]{label}[/]: {rollouts} rollouts, parallel={parallel}")
@@ -166,6 +174,8 @@ def soak(label: str, name: str, rollouts: int, parallel: int, chaos: list[Chaos]
         cmd = command(server, tasks, out, name, rollouts, parallel)
         (out / "runs").mkdir(parents=True, exist_ok=True)
         for i, cue in enumerate(chaos):
+            if cue.second_at is not None:  # the same command, started again while this one runs
+                cue.second_command = cmd
             run.processes.append(launch(cmd, run.run_dir, cue, rng, f"p{i}"))
             p = run.processes[-1]
             console.print(f"  process {p.pid}: exit {p.code} after {p.wall_s:.1f} s")
@@ -234,6 +244,9 @@ def figures(runs: list[Run]) -> Table:
     row("runner SIGKILLs (at, recorded then)",
         lambda r: ", ".join(f"{p.seen.sigkilled_at_s:.1f} s, {p.seen.recorded_at_sigkill}"
                             for p in r.processes if p.seen.sigkilled_at_s) or "0")
+    row("hostile agents (recorded patch_too_large)", lambda r: f"{r.faults.get('hostile', 0)} ({r.too_large})")
+    row("second runner on the directory", lambda r: ", ".join(
+        f"exit {p.seen.second[0]}" for p in r.processes if p.seen.second) or "-")
     row("duplicates in results.jsonl", lambda r: r.duplicates)
     row("torn lines in results.jsonl", lambda r: r.torn)
     row("leaked containers", lambda r: r.leaked)
@@ -260,7 +273,16 @@ def targets(main: Run, plain: Run, killed: Run) -> list[tuple[str, str, bool]]:
     sigkills = sum(p.seen.sigkilled_at_s is not None for p in killed.processes)
     same = (set(killed.keys) == set(plain.keys) and killed.duplicates == 0 and killed.all_reasoned)
     late = time.monotonic() >= DEADLINE["at"]
+    second = next((p.seen.second for p in main.processes if p.seen.second), None)
+    refused = second is not None and second[0] != 0 and "is in use by" in second[1] and "Traceback" not in second[1]
+    hostile = main.faults.get("hostile", 0)
     return [
+        ("a second runner on the run directory is refused", "-" if second is None else
+         f"exit {second[0]}: {second[1].strip().splitlines()[-1][:60] if second[1].strip() else ''}", refused),
+        # (a hostile attempt whose container was killed is retried, maybe as a peaceful one: at least one, at
+        # most as many as were answered)
+        ("hostile agents recorded patch_too_large, the run went on", f"{main.too_large} of {hostile} answered",
+         1 <= main.too_large <= hostile),
         ("every rollout recorded with an exit reason", ", ".join(f"{len(r.keys)}/{r.planned}" for r in runs),
          all(r.all_reasoned for r in runs)),
         ("no rollout recorded twice", f"{sum(r.duplicates for r in runs)} duplicates",
@@ -302,7 +324,8 @@ def main(argv: list[str] | None = None) -> int:
         (root / "tasks").mkdir(parents=True, exist_ok=True)
         write_task(root / "tasks", TASK)
         n = args.rollouts
-        chaos = Chaos(kill_at=sorted(rng.sample(range(10, n - 5), 5)), restart_at=rng.randint(n * 2 // 5, n * 3 // 5))
+        chaos = Chaos(kill_at=sorted(rng.sample(range(10, n - 5), 5)), restart_at=rng.randint(n * 2 // 5, n * 3 // 5),
+                      second_at=n // 3)
         main_run = soak("main", "main", n, args.parallel, [chaos], root / "tasks", root / "out", args.seed)
         plain = soak("uninterrupted", "plain", args.resume_rollouts, args.parallel, [Chaos()], root / "tasks",
                      root / "out", args.seed + 1)

@@ -3,7 +3,9 @@
 `watch(proc, ...)` samples the runner process's resident memory (/proc/<pid>/status VmRSS) and how many
 records its results.jsonl holds, twice a second, and on cue: `docker kill`s one of its running containers
 (chosen at random), restarts the Docker daemon once (SIGTERM to dockerd, wait for it to exit, then start it
-again the way this project does, `python -m harness.sandbox.docker.engine`), or SIGKILLs the runner.
+again the way this project does, `python -m harness.sandbox.docker.engine`), starts a second runner with the
+same command on the same run directory (it must be refused: one process per run directory), or SIGKILLs
+the runner.
 """
 from __future__ import annotations
 
@@ -36,6 +38,8 @@ class Chaos:
     kill_at: list[int] = field(default_factory=list)
     restart_at: int | None = None
     sigkill_after_s: float | None = None
+    second_at: int | None = None  # start `second_command` once this many rollouts are recorded
+    second_command: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -47,6 +51,7 @@ class Watch:
     restart_errors: list[str] = field(default_factory=list)
     sigkilled_at_s: float | None = None
     recorded_at_sigkill: int | None = None
+    second: tuple[int, str] | None = None  # the second runner's exit code and stderr
 
     def rss_at(self, recorded: int) -> int | None:
         """RSS (kB) at the first sample that saw `recorded` or more records."""
@@ -154,6 +159,12 @@ def watch(proc: subprocess.Popen[bytes], results: Path, chaos: Chaos, rng: rando
                     seen.killed.append(victim)
                     log(f"  docker kill {victim[:12]} at {count} recorded")
                     kills.pop(0)
+        if chaos.second_at is not None and seen.second is None and count >= chaos.second_at:
+            done = subprocess.run(chaos.second_command, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                                  env={**os.environ, "CI": "true"})
+            seen.second = (done.returncode, done.stderr)
+            log(f"  a second runner on the same directory at {count} recorded: exit {done.returncode}, "
+                f"{done.stderr.strip().splitlines()[-1][:150] if done.stderr.strip() else 'no message'}")
         if restart_at is not None and count >= restart_at and containers_of(proc.pid):
             restart_at = None  # once, while rollouts run
             log(f"  restarting the docker daemon at {count} recorded")
