@@ -1,7 +1,9 @@
 """Atomic file writes: a reader never sees half a file, and a file is only ever replaced whole.
 
 The one writer every output of the project goes through (the run store, the grader's reports). Temp
-names carry the process and thread, so concurrent writers never share one.
+names carry the process and thread, so concurrent writers never share one. Durable, too: the temp file's
+bytes reach the disk before the rename, and the rename itself (the directory) after it, so a power cut or
+a crashed machine leaves the old file or the new one, never an empty or half-written file under the name.
 """
 from __future__ import annotations
 
@@ -17,11 +19,37 @@ def write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
-        tmp.write_text(text)
+        with open(tmp, "w") as fh:  # the encoding Path.write_text used: the readers' default
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())  # the data first: a rename may reach the disk before unflushed data
         os.replace(tmp, path)
     except OSError:
         tmp.unlink(missing_ok=True)  # a full disk leaves no half-written temp file behind
         raise
+    fsync_dir(path.parent)
+
+
+# A directory that cannot be opened or synced on this file system (some network and FUSE mounts): the
+# rename is done and visible, only its durability is the file system's own.
+_NO_DIR_SYNC = (errno.EINVAL, errno.ENOTSUP, errno.EBADF, errno.EACCES, errno.EPERM)
+
+
+def fsync_dir(path: Path) -> None:
+    """Make the entries of directory `path` (a rename into it) durable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as err:
+        if err.errno in _NO_DIR_SYNC:
+            return
+        raise
+    try:
+        os.fsync(fd)
+    except OSError as err:
+        if err.errno not in _NO_DIR_SYNC:
+            raise
+    finally:
+        os.close(fd)
 
 
 def write_json(path: Path, data: Any, indent: int = 1) -> None:

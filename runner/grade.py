@@ -52,7 +52,7 @@ def _regrade(store: "RunStore", plain: dict[str, Any], force: bool, changes: dic
     rollouts = [store.rollout(tid, i) for tid in tasks for i in range(conf.rollouts)]
     finished = [r for r in rollouts if r is not None]
     sandboxes = provider(conf.sandbox.provider)
-    sandboxes.ensure_ready()
+    sandboxes.ensure_ready(disk=conf.sandbox.disk, output_dir=store.root)
     images = sandboxes.ensure_images([tasks[r.instance_id] for r in finished], conf.sandbox.base_image,
                                      progress=print, base_map=dict(conf.tasks.base_map),
                                      rootfs_from=conf.sandbox.rootfs)

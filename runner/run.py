@@ -111,7 +111,8 @@ class Runner:
         importer.start()
         tasks = select(self.conf)  # config errors first: nothing has started yet
         check = self._check_model()
-        self.sandboxes.ensure_ready()
+        # (and enough free disk where sandboxes write and where this run's records go: harness.sandbox.diskcheck)
+        self.sandboxes.ensure_ready(disk=self.conf.sandbox.disk, output_dir=self.store.root)
         # Before the run directory exists: a cluster that cannot be reached refuses the run.
         self.executor = make_executor(Context(self.conf, self.store.run_id, self.sandboxes))
         self.run_lock.acquire()  # a second runner on this directory is refused here, in one line

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from harness.gpus import Gpu
@@ -34,9 +35,13 @@ ROOTFS = ("image", "host")
 class SandboxProvider(Protocol):
     name: str
 
-    def ensure_ready(self) -> None:
+    def ensure_ready(self, disk: str | None = None, output_dir: Path | None = None) -> None:
         """Raise SandboxUnavailable (one line, naming `optrunner setup` where that would help) when sandboxes
-        cannot be started here. Never installs or starts anything."""
+        cannot be started here. Never installs or starts anything. Given `disk` (sandbox.disk), also the
+        pre-flight of harness.sandbox.diskcheck: NotEnoughDisk (a SandboxUnavailable, one line) when where
+        the provider keeps sandboxes' writes has less than `disk` free, or `output_dir` (the run's
+        directory, made or not) less than diskcheck.OUTPUT_RESERVE. Commands that free space (cleanup)
+        call it without `disk`."""
         ...
 
     def setup(self, progress: Progress = print) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from harness import gpus
+from harness.tasks.ids import check_id
 from harness.tasks.task import DEFAULT_TEST_TIMEOUT, Task, TaskError, refuse_links_out
 
 SUITE_DIR = Path(__file__).resolve().parent.parent / "suite"
@@ -54,7 +55,7 @@ class _Fields:
 
 def load_task(path: Path) -> Task:
     path = Path(path)
-    where = f"task '{path.name}'"
+    where = f"task {path.name!r}"  # repr: a folder name with a newline still gives one line
     yaml_path = path / "task.yaml"
     if not yaml_path.is_file():
         raise TaskError(f"{where}: missing file task.yaml in {path}")
@@ -67,8 +68,8 @@ def load_task(path: Path) -> Task:
     if not isinstance(raw, dict):
         raise TaskError(f"{where}: task.yaml should be a mapping of fields (id, repo, api, ...)")
     f = _Fields(where, raw)
-    task_id = f.get("id", str, "a string such as 'spanindex'")
-    if not ID_PATTERN.match(task_id):
+    task_id = check_id(f"{where}: field 'id'", f.get("id", str, "a string such as 'spanindex'"))
+    if not ID_PATTERN.fullmatch(task_id):  # the suite's own, stricter rule (lower case)
         raise TaskError(f"{where}: field 'id' should match {ID_PATTERN.pattern}, got {task_id!r}")
     if task_id != path.name:
         raise TaskError(f"{where}: field 'id' is {task_id!r} but the folder is named {path.name!r}; make them equal")

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from harness.tasks.ids import check_id
 from harness.tasks.task import IMAGE_POLICIES, NETWORK_POLICIES, Task, TaskError
 
 HUB_DATASET = "gso-bench/gso"
@@ -134,6 +135,8 @@ def check_rows(rows: list[dict[str, Any]], where: str, warn: Warn = lambda _m: N
     seen: set[str] = set()
     for number, row in enumerate(rows, start=1):
         name = row.get("instance_id")
+        if isinstance(name, str):  # first: the id names files, images and this row in the messages below
+            check_id(f"{where}: column 'instance_id' of row {number}", name)
         label = f"row {number}" + (f" ({name})" if isinstance(name, str) else "")
         for column, (kind, expected) in FIELDS.items():
             if not _typed(row.get(column), kind):

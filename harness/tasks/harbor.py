@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import gpus
+from harness.tasks.ids import check_id
 from harness.tasks.task import RewardCheck, Task, TaskError, refuse_links_out
 
 Warn = Callable[[str], None]
@@ -86,6 +87,9 @@ def _files(folder: Path) -> tuple[tuple[str, bytes, int], ...]:
 def load_task(folder: Path, warn: Warn, named: bool = False) -> Task | None:
     """One task directory; None when it is skipped (it needs GPUs this machine lacks; refused instead when
     the user `named` it), TaskError when it is malformed."""
+    # The directory's name is the task's id: that of the directory itself (`tasks.path=.` or `sub/..` name
+    # the folder they point to, not "." or ".."), refused before anything else is read.
+    task_id = check_id(f"Harbor task directory in {str(folder.parent)!r}", os.path.basename(os.path.abspath(folder)))
     where = str(folder)
     refuse_links_out(folder, where)
     toml_path = folder / "task.toml"
@@ -106,8 +110,8 @@ def load_task(folder: Path, warn: Warn, named: bool = False) -> Task | None:
         raise TaskError(f"{toml_path}: [environment].gpu_types should be a list of GPU names, got {types!r}")
     if why := gpus.misfit(count, types, gpus.inventory()):
         if named:
-            raise TaskError(f"{folder.name}: {why}; run it on a machine with such GPUs")
-        warn(f"{folder.name}: skipped, {why}")
+            raise TaskError(f"{task_id}: {why}; run it on a machine with such GPUs")
+        warn(f"{task_id}: skipped, {why}")
         return None
     instruction = folder / "instruction.md"
     if not instruction.is_file():
@@ -132,7 +136,7 @@ def load_task(folder: Path, warn: Warn, named: bool = False) -> Task | None:
         raise TaskError(f"{toml_path}: [environment].cpus should be a positive number, got {cpus!r}")
     machine = float(os.cpu_count() or 1)
     if cpus and cpus > machine:
-        warn(f"{folder.name}: it asks for {cpus:g} CPUs, this machine has {machine:g}: clamped")
+        warn(f"{task_id}: it asks for {cpus:g} CPUs, this machine has {machine:g}: clamped")
         cpus = machine
     solution = folder / "solution"
     workdir = dockerfile_workdir(dockerfile.read_text()) if dockerfile.is_file() and not image else ""
@@ -142,14 +146,14 @@ def load_task(folder: Path, warn: Warn, named: bool = False) -> Task | None:
         optimization=tuple(sorted((k, v) for k, v in config.get("optimization", {}).items())),
     )
     return Task(
-        id=folder.name, repo=folder.name, api="", languages=(),
+        id=task_id, repo=task_id, api="", languages=(),
         setup_commands=(), install_commands=(), instruction=instruction.read_text(), workdir=workdir,
         reward_check=check, source="harbor", path=folder,
         tags=tuple(str(t) for t in config.get("metadata", {}).get("tags", [])),
         environment=folder / "environment" if not image else None, prebuilt_image=image or None,
         registry_image=image or None, solution_files=_files(solution) if (solution / "solve.sh").is_file() else (),
         agent_timeout=_number(config.get("agent", {}), "timeout_sec", str(toml_path)),
-        cpus=float(cpus) if cpus else None, memory=_clamped_memory(_memory(env, str(toml_path)), folder.name, warn),
+        cpus=float(cpus) if cpus else None, memory=_clamped_memory(_memory(env, str(toml_path)), task_id, warn),
         network="allowed" if env.get("allow_internet") else "none", gpus=count, gpu_types=tuple(types),
     )
 

@@ -1,15 +1,21 @@
 """A run's pages: `report.html` beside report.md (its sections, tables sortable, and the rollouts with
 filters, each linked to its trajectory page) and `pages/<task>/<i>.html`, one per finished rollout.
 
-Works on a finished run and on one still running: the rollouts are those on disk, graded or not.
+Works on a finished run and on one still running: the rollouts are those on disk, graded or not. A run
+directory may come from elsewhere (copied, downloaded): a record whose task id is not a plain name (it
+would place a page outside `pages/`) is left out with one warning line, and a trajectory is read only
+from inside the run directory.
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from harness.atomic import write_text
+from harness.tasks.ids import id_problem
 from runner.pages.render import FOLD, markdown, render, sections
 from runner.pages.trajectory import trajectory_view
 from runner.records import ResultRecord, RolloutRecord
@@ -63,7 +69,7 @@ def write_run_pages(run_dir: Path) -> Path:
     store = RunStore(run_dir)
     name = run_dir.resolve().name
     results = {r.key: r for r in store.results()}
-    records = store.finished()
+    records = shown_records(store, run_dir)
     rows = [row_of(record, results.get(record.key)) for record in records]
     judges = store.judges()
 
@@ -74,7 +80,7 @@ def write_run_pages(run_dir: Path) -> Path:
 
     for n, (record, row) in enumerate(zip(records, rows)):
         judgements = {j: found for j in judges if (found := store.judgement(j, *record.key)) is not None}
-        view = trajectory_view(record.to_dict(), store.trajectory(record) or store.trajectory_of(*record.key),
+        view = trajectory_view(record.to_dict(), _trajectory(store, record, run_dir),
                                store.grading(*record.key), judgements)
         page = render("trajectory.html.j2", v=view, run_name=name, run_link="../../report.html", fold_chars=FOLD,
                       prev=neighbour(n - 1), next=neighbour(n + 1))
@@ -89,3 +95,21 @@ def write_run_pages(run_dir: Path) -> Path:
     out = run_dir / "report.html"
     write_text(out, page)
     return out
+
+
+def shown_records(store: RunStore, run_dir: Path) -> list[RolloutRecord]:
+    """The finished rollouts whose ids can name a page; each other one is one warning line."""
+    out = []
+    for record in store.finished():
+        problem = id_problem(f"{run_dir}: rollout {record.rollout}", record.instance_id)
+        if problem is not None:
+            print(f"warning: {problem}; its page is not written", file=sys.stderr, flush=True)
+            continue
+        out.append(record)
+    return out
+
+
+def _trajectory(store: RunStore, record: RolloutRecord, run_dir: Path) -> dict[str, Any] | None:
+    """The rollout's trajectory, from the path its record names only when that lies inside the run."""
+    inside = bool(record.trajectory) and (run_dir / str(record.trajectory)).resolve().is_relative_to(run_dir.resolve())
+    return (store.trajectory(record) if inside else None) or store.trajectory_of(*record.key)

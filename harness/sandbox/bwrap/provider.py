@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.gpus import Gpu
+from harness.sandbox import diskcheck
 from harness.sandbox.bwrap import registry, rootfs
 from harness.sandbox.bwrap.binary import bwrap_path, usable
 from harness.sandbox.bwrap.sandbox import BwrapSandbox
@@ -24,8 +26,10 @@ if TYPE_CHECKING:
 class BwrapProvider:
     name = "bwrap"
 
-    def ensure_ready(self) -> None:
+    def ensure_ready(self, disk: str | None = None, output_dir: Path | None = None) -> None:
         usable()
+        if disk is not None:  # (sandbox.disk is not a limit here: a sandbox's layer is a folder on the host)
+            diskcheck.check_free(disk, [("the bwrap sandboxes' folder", registry.STATE)], output_dir)
 
     def setup(self, progress: Progress = print) -> None:
         usable()

@@ -30,7 +30,7 @@ from typing import IO
 from harness.gpus import Gpu, visible_env
 from harness.sandbox.archive import tar_of
 from harness.sandbox import overlay
-from harness.sandbox.bwrap import cgroups, devices, outside, registry
+from harness.sandbox.bwrap import cgroups, devices, hardening, outside, registry
 from harness.sandbox.bwrap.binary import bwrap_path, nsenter_path, usable
 from harness.sandbox.bwrap.rootfs import Rootfs
 from harness.sandbox.bwrap.stream import BwrapStream
@@ -43,10 +43,6 @@ KILL_GRACE = 5  # seconds between TERM and KILL inside the sandbox
 BACKSTOP_GRACE = 15  # extra seconds the host waits before declaring an exec wedged
 START_TIMEOUT = 30.0
 IDS = 65536  # uids and gids mapped when run by root
-# What a Docker container's root may do by default; the rest (CAP_SYS_ADMIN, ...) is dropped.
-CAPS = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETGID", "CAP_SETUID",
-        "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_MKNOD", "CAP_AUDIT_WRITE", "CAP_SETFCAP",
-        "CAP_NET_RAW")
 _NOT_FOUND, _IS_DIR, _NOT_DIR = 44, 45, 46  # exit codes of the file helpers below
 
 
@@ -68,6 +64,8 @@ class BwrapSandbox:
         self._cpus: str | None = None
         self._closed = False
         self.gpus: tuple[Gpu, ...] = ()  # its own: their device nodes bound, CUDA shown only them
+        self._drop: list[str] = []  # what each command is started through inside (hardening.inside)
+        self.hardened = False  # whether its commands run with CAPS only (the image has setpriv)
 
     @classmethod
     def start(cls, rootfs: Rootfs, limits: SandboxLimits | None = None,
@@ -102,11 +100,12 @@ class BwrapSandbox:
         block_r, block_w = os.pipe()
         network = ["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"] if self.limits.network \
             else ["--unshare-net"]
-        argv = [bwrap_path(), "--unshare-user", "--userns-block-fd", str(block_r), "--info-fd", str(info_w),
-                "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try", *self._mounts(),
+        argv = [*hardening.nofile(), bwrap_path(), "--unshare-user", "--userns-block-fd", str(block_r),
+                "--info-fd", str(info_w), "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try",
+                *self._mounts(),
                 "--proc", "/proc", "--dev", "/dev", *devices.own(self.directory), *devices.SHM,
                 *devices.gpus(self.gpus), *network, "--hostname", "optrunner", "--chdir", "/",
-                "--cap-drop", "ALL", *[arg for cap in CAPS for arg in ("--cap-add", cap)], "--", "sleep", "infinity"]
+                *hardening.cap_args(), "--", "sleep", "infinity"]
         log = open(self.directory / "bwrap.log", "wb")
         try:
             self._keeper = subprocess.Popen(self._in_cgroup(argv), pass_fds=(info_w, block_r), stdin=subprocess.DEVNULL,
@@ -130,6 +129,10 @@ class BwrapSandbox:
             os.close(block_w)
         self._wait_running()
         self._sysctl()
+        self._drop, self.hardened = [], False  # what commands join through (bwrap.hardening), once probed
+        self.hardened = subprocess.run([*self._enter("/"), "sh", "-c", hardening.PROBE], capture_output=True,
+                                       timeout=60, env=self._env(None)).returncode == 0
+        self._drop = hardening.inside() if self.hardened else []
 
     def _mounts(self) -> list[str]:
         """bwrap's arguments for the file system: each overlay over its own writable layer, then the links
@@ -223,8 +226,8 @@ class BwrapSandbox:
         # Run by another user, nsenter keeps that user's ids (root inside: the only ones mapped) rather than
         # call setgroups, which an unprivileged user namespace denies.
         keep = [] if os.getuid() == 0 else ["--preserve-credentials"]
-        return self._in_cgroup([nsenter_path(), "-t", str(self._init), "-U", *keep, "-m", "-p", "-n", "-i", "-u",
-                                "-r", f"--wdns={cwd}", "--"])
+        return self._in_cgroup([*hardening.before(self.hardened), nsenter_path(), "-t", str(self._init), "-U",
+                                *keep, "-m", "-p", "-n", "-i", "-u", "-r", f"--wdns={cwd}", "--", *self._drop])
 
     def _env(self, env: Mapping[str, str] | None) -> dict[str, str]:
         return {"HOME": "/root", "HOSTNAME": "optrunner", **self.rootfs.env, **visible_env(self.gpus), **(env or {})}

@@ -4,12 +4,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import docker
 
 from harness.gpus import Gpu
-from harness.sandbox.docker.containers import docker_client, remove_containers
+from harness.sandbox import diskcheck
+from harness.sandbox.docker.containers import docker_client, engine_storage, remove_containers
 from harness.sandbox.docker import engine
 from harness.sandbox.docker.images import BaseImageSpec
 from harness.sandbox.docker.sandbox import ENGINE_ERRORS, DockerSandbox, engine_errors
@@ -24,8 +26,19 @@ if TYPE_CHECKING:
 class DockerProvider:
     name = "docker"
 
-    def ensure_ready(self) -> None:
+    def ensure_ready(self, disk: str | None = None, output_dir: Path | None = None) -> None:
         engine.ensure_engine(start=False)
+        if disk is not None:
+            diskcheck.check_free(disk, self.storage_places(), output_dir)
+
+    def storage_places(self) -> list[tuple[str, Path]]:
+        """Where the engine keeps containers' writable layers, when that is a folder on this machine (an
+        engine on another machine, or in a VM, is its own: it cannot be measured from here)."""
+        with engine_errors():
+            client = docker_client()
+            root = engine_storage(client).root_dir
+        local = str(client.api.base_url).startswith("http+docker://local")  # a unix socket, not tcp or ssh
+        return [("Docker's data root", Path(root))] if local and root and Path(root).is_dir() else []
 
     def setup(self, progress: Progress = print) -> None:
         progress(engine.setup())

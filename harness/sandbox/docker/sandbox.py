@@ -30,7 +30,8 @@ import docker.types
 from docker.models.containers import Container
 
 from harness.gpus import Gpu
-from harness.sandbox.docker.containers import LABEL, OWNER_LABEL, docker_client, owner_id, track, untrack
+from harness.sandbox.docker.containers import (LABEL, OWNER_LABEL, create_container, docker_client,
+                                               hardening_options, owner_id, track, untrack)
 from harness.sandbox.docker.stream import DockerStream
 from harness.sandbox import overlay
 from harness.sandbox.archive import tar_of
@@ -68,6 +69,7 @@ def create_options(limits: SandboxLimits, labels: dict[str, str], workdir: str,
         nano_cpus=int(limits.cpus * 1e9), working_dir=workdir,
         # a System V segment no process holds is removed: no cache across a grader's fenced runs
         sysctls={"kernel.shm_rmid_forced": "1"},
+        **hardening_options(),  # the few capabilities the fence needs, no new privileges, a nofile limit
     )
     if gpus:
         options["device_requests"] = [docker.types.DeviceRequest(device_ids=[g.uuid for g in gpus],
@@ -101,8 +103,8 @@ class DockerSandbox:
             base_commit = image_labels.get(BASE_COMMIT_LABEL)
             workdir = image_labels.get(WORKDIR_LABEL, TESTBED)
             all_labels = {LABEL: "sandbox", OWNER_LABEL: owner_id(), **(labels or {})}
-            container = client.containers.create(image, ["sleep", "infinity"],
-                                                 **create_options(limits, all_labels, workdir, gpus))
+            container = create_container(client, image, ["sleep", "infinity"],
+                                         create_options(limits, all_labels, workdir, gpus), limits.disk)
         # Tracked from its creation, not once it runs: when the engine goes away between create and start
         # (a daemon restart), the created container outlives the error and must still be removed.
         track(container)
