@@ -18,7 +18,8 @@ from functools import cache
 # What root in a sandbox keeps: what the grader's fence does as root, as in Docker's sandboxes
 # (harness.sandbox.docker.containers.KEPT_CAPS, which says why each). The rest (CAP_SYS_ADMIN: mounts and
 # namespaces of its own, ...) goes: worth nothing on the host, but each is kernel surface.
-CAPS = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_KILL", "CAP_SETGID", "CAP_SETUID")
+CAPS = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_KILL", "CAP_SETGID", "CAP_SETUID",
+        "CAP_NET_BIND_SERVICE")
 NOFILE = 16384  # open files per process (soft and hard), as in Docker's sandboxes (containers.NOFILE)
 PROBE = "command -v setpriv"  # run in the sandbox (sh -c) once it runs: whether `inside` can be used
 

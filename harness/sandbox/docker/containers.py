@@ -50,11 +50,13 @@ def docker_client() -> docker.DockerClient:
 # ---------------------------------------------------------------- hardening and storage
 # Root in a sandbox keeps only what the grader's fence does as root (harness.grader.isolation): setpriv
 # drops to an unprivileged user (SETUID, SETGID), chown hands a folder to it (CHOWN), chmod and rm of that
-# user's files and folders (FOWNER, DAC_OVERRIDE), and stopping that user's processes (KILL: `timeout`).
-# Docker's other defaults go: MKNOD, NET_RAW, NET_BIND_SERVICE, SYS_CHROOT, SETPCAP, SETFCAP, FSETID,
-# AUDIT_WRITE. Images are built with Docker's defaults (apt, pip, git run then, not here). The bwrap
-# provider keeps the same set (harness.sandbox.bwrap.sandbox.CAPS).
-KEPT_CAPS = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETGID", "SETUID")
+# user's files and folders (FOWNER, DAC_OVERRIDE), and stopping that user's processes (KILL: `timeout`);
+# and NET_BIND_SERVICE, which a task's own service on a port below 1024 (a Harbor environment's web server
+# on 80) needs and which reaches nothing outside the sandbox's network namespace. Docker's other defaults
+# go: MKNOD, NET_RAW, SYS_CHROOT, SETPCAP, SETFCAP, FSETID, AUDIT_WRITE. Images are built with Docker's
+# defaults (apt, pip, git run then, not here). The bwrap provider keeps the same set
+# (harness.sandbox.bwrap.hardening.CAPS).
+KEPT_CAPS = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETGID", "SETUID", "NET_BIND_SERVICE")
 # Open files per process (soft and hard: a process cannot raise it, CAP_SYS_RESOURCE is gone). Builds and
 # test suites stay far below; a runaway descriptor leak stops at it instead of at the host's table.
 NOFILE = 16384
