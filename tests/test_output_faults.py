@@ -45,7 +45,9 @@ def test_read_only_output_is_one_line_and_nothing_starts(read_only: Path) -> Non
 
 
 def test_full_disk_is_one_line_and_keeps_what_finished(small_disk: Path) -> None:
-    done = runner("tasks=smoke", "rollouts=2", "grade=none", out=small_disk, timeout=600)
+    # (sandbox.disk=0: the free-disk check before the start would refuse this disk at once; here it fills up
+    # halfway through, as a disk others write to does)
+    done = runner("tasks=smoke", "rollouts=2", "grade=none", "sandbox.disk=0", out=small_disk, timeout=600)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]  # progress goes there too
     assert len(errors) == 1 and "No space left on device" in errors[0] and "resume" in errors[0], done.stderr
@@ -59,7 +61,7 @@ def test_regrading_or_judging_a_read_only_run_is_one_line_before_any_work(
         tmp_path: Path, tasks_dir: Path) -> None:  # noqa: F811 - the fixture imported above
     for mount in _mount(tmp_path / "run", "size=4m"):
         done = runner("model=noop", "scaffold=mini_swe", f"tasks.selector={tasks_dir}", "tasks.ids=[alpha]",
-                      "grade=none", "name=r", out=mount)
+                      "grade=none", "name=r", "sandbox.disk=0", out=mount)  # (a 4 MB disk: no pre-flight)
         assert done.returncode == 0, done.stderr[-2000:]
         subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
         run_dir = mount / "runs" / "r"

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from harness.sandbox.interface import SandboxUnavailable, memory_bytes
 
+OFF = "0"  # sandbox.disk=0: no free-disk check, no size limit
 OUTPUT_RESERVE = 512 * 2**20  # bytes a run's output directory needs free: records, trajectories, reports
 
 
@@ -85,7 +86,10 @@ def needs_for(disk: str, sandboxes: Sequence[tuple[str, Path]], output_dir: Path
 
 
 def check_free(disk: str, sandboxes: Sequence[tuple[str, Path]], output_dir: Path | None = None) -> None:
-    """Raise NotEnoughDisk (one line) when the places a run writes to lack the room it needs."""
+    """Raise NotEnoughDisk (one line) when the places a run writes to lack the room it needs. `disk` "0"
+    (sandbox.disk=0) turns the check off, and the containers' size limit with it."""
+    if disk.strip() == OFF:
+        return
     problem = shortage(needs_for(disk, sandboxes, output_dir))
     if problem is not None:
         raise NotEnoughDisk(problem)

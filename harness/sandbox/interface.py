@@ -104,7 +104,8 @@ class SandboxLimits:
     max_output_bytes: int = MAX_OUTPUT_BYTES  # per command, on every exec path
     max_patch_bytes: int = 5 * 2**20  # a larger change is recorded patch_too_large, never read whole
     # what one sandbox may write: its writable layer's size where the storage driver limits it (Docker:
-    # devicemapper, btrfs, zfs, overlay2 over xfs with pquota), and the free space a run needs to start
+    # devicemapper, btrfs, zfs, overlay2 over xfs with pquota), and the free space a run needs to start;
+    # "0": neither (a machine whose disk is managed otherwise)
     disk: str = "10g"
 
     def problems(self) -> list[str]:
@@ -120,8 +121,8 @@ class SandboxLimits:
             out.append(f"max_output_bytes must be at least 1, got {self.max_output_bytes}")
         if self.max_patch_bytes < 1:
             out.append(f"max_patch_bytes must be at least 1, got {self.max_patch_bytes}")
-        if memory_bytes(self.disk) is None:
-            out.append(f"disk must be a size such as 10g or 500m, got {self.disk!r}")
+        if memory_bytes(self.disk) is None and self.disk.strip() != "0":  # (0: no limit, no free-disk check)
+            out.append(f"disk must be a size such as 10g or 500m (0: none), got {self.disk!r}")
         return out
 
     def for_task(self, cpus: float | None, memory: str | None) -> "SandboxLimits":

@@ -119,6 +119,9 @@ def create_container(client: docker.DockerClient, image: str, command: Sequence[
     the size is remembered: asked once per engine, not once per container)."""
     storage = engine_storage(client)
     labels = dict(options.get("labels") or {})
+    if disk.strip() == "0":  # sandbox.disk=0: no limit asked for
+        return client.containers.create(image, list(command), **{**options, "labels": {
+            **labels, DISK_LABEL: "none (sandbox.disk=0)"}})
     if storage.size_limits is not False:
         size = str(memory_bytes(disk) or disk)  # in bytes: every driver's size parser takes a plain number
         try:
