@@ -49,8 +49,9 @@ cputorch: venv
 	@$(PY) -c 'import torch' 2>/dev/null || { ls /opt/wheels/torch-*+cpu-*.whl >/dev/null 2>&1 && \
 	  $(PY) -m pip install -q /opt/wheels/torch-*+cpu-*.whl; } || echo "no CPU torch here: tests/test_gpukit.py skips"
 
+# (the `slow` variants, longer forms of tests it runs, are `make bench`'s: CI stays under 45 minutes)
 test: images gsobench browser hostpython cputorch
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -m "not slow"
 
 # The tests that need no Docker engine (under a minute): config refusals, metrics, parsers, the CLI; spread
 # over the CPUs (they share no state but their own temporary folders).
@@ -78,6 +79,7 @@ demo: images
 	$(VENV)/bin/optrunner run tasks=smoke rollouts=2
 
 bench: images browser
+	$(PY) -m pytest -q -m slow
 	$(PY) -m tests.bench
 	$(PY) -m tests.bench.scaffolds
 	$(PY) -m tests.bench.sidebyside
