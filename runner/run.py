@@ -60,6 +60,12 @@ class Runner:
 
     # ---------------------------------------------------------------- entry
     def run(self) -> int:
+        try:
+            return self._run()
+        finally:  # (after the reports: the directory is this process's until nothing more is written)
+            self.run_lock.release()
+
+    def _run(self) -> int:
         # Until rollouts start, a signal stops the checks and image builds at once (Stopped).
         restore = signals.install()
         try:
@@ -91,11 +97,8 @@ class Runner:
         return 0
 
     def _close(self) -> None:
-        try:
-            if self.executor is not None:
-                self.executor.close()
-        finally:
-            self.run_lock.release()
+        if self.executor is not None:
+            self.executor.close()
 
     def _remove_sandboxes(self) -> None:
         """The second signal: no time for anything gentler."""
