@@ -249,5 +249,13 @@ def test_needs_on_one_file_system_add_up(small_fs: Path) -> None:
 
 
 def test_a_bad_disk_setting_is_one_line() -> None:
-    assert SandboxLimits(disk="lots").problems() == ["disk must be a size such as 10g or 500m, got 'lots'"]
+    assert SandboxLimits(disk="lots").problems() == ["disk must be a size such as 10g or 500m (0: none), got 'lots'"]
     assert SandboxLimits().problems() == [] and SandboxLimits().disk == "10g"
+    assert SandboxLimits(disk="0").problems() == []  # no size limit, no free-disk check
+
+
+def test_disk_0_turns_the_free_disk_check_off(tmp_path: Path) -> None:
+    huge = [("a place", tmp_path)]
+    with pytest.raises(diskcheck.NotEnoughDisk):
+        diskcheck.check_free("1000000g", huge, tmp_path)
+    diskcheck.check_free("0", huge, tmp_path)  # (refuses nothing)
