@@ -46,3 +46,17 @@ def sandbox_for(task: Task, **limits: object) -> Iterator[DockerSandbox]:
         yield box
     finally:
         box.close()
+
+
+def providers_here() -> list[str]:
+    """The sandbox providers this machine can start: docker, and bwrap where it is ready."""
+    from harness.sandbox.interface import SandboxUnavailable
+    from harness.sandbox.providers import provider
+
+    names = ["docker"]
+    try:
+        provider("bwrap").ensure_ready()
+        names.append("bwrap")
+    except SandboxUnavailable:
+        pass
+    return names

@@ -12,25 +12,15 @@ import pytest
 
 from harness.sandbox.bwrap import hardening
 from harness.sandbox.docker import containers
-from harness.sandbox.interface import Sandbox, SandboxLimits, SandboxUnavailable
+from harness.sandbox.interface import Sandbox, SandboxLimits
 from harness.sandbox.providers import provider
-from tests.docker_support import client, smoke_task, task_image
+from tests.docker_support import client, providers_here, smoke_task, task_image
 
 pytestmark = pytest.mark.docker  # the images come from Docker for both providers
 # capability numbers (linux/capability.h)
 NUMBERS = {"CHOWN": 0, "DAC_OVERRIDE": 1, "DAC_READ_SEARCH": 2, "FOWNER": 3, "FSETID": 4, "KILL": 5, "SETGID": 6,
            "SETUID": 7, "SETPCAP": 8, "NET_BIND_SERVICE": 10, "NET_RAW": 13, "SYS_CHROOT": 18, "SYS_ADMIN": 21,
            "MKNOD": 27, "AUDIT_WRITE": 29, "SETFCAP": 31}
-
-
-def providers_here() -> list[str]:
-    names = ["docker"]
-    try:
-        provider("bwrap").ensure_ready()
-        names.append("bwrap")
-    except SandboxUnavailable:
-        pass
-    return names
 
 
 def mask(caps: tuple[str, ...]) -> int:

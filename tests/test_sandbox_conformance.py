@@ -24,22 +24,12 @@ import docker.errors
 import pytest
 
 from harness.grader.states import apply_patch
-from harness.sandbox.interface import NoPatch, Sandbox, SandboxError, SandboxLimits, SandboxUnavailable
+from harness.sandbox.interface import NoPatch, Sandbox, SandboxError, SandboxLimits
 from harness.sandbox.providers import provider
-from tests.docker_support import client, smoke_task, task_image
+from tests.docker_support import client, providers_here, smoke_task, task_image
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.docker  # the images come from Docker for both providers
-
-
-def providers_here() -> list[str]:
-    names = ["docker"]
-    try:
-        provider("bwrap").ensure_ready()
-        names.append("bwrap")
-    except SandboxUnavailable:
-        pass
-    return names
 
 
 @pytest.fixture(params=providers_here())
