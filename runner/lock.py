@@ -37,6 +37,9 @@ class RunLock:
         return self.root / LOCK_NAME
 
     def acquire(self) -> None:
+        """Hold the directory (no-op when this object holds it already) or raise RunDirBusy."""
+        if self._fd is not None:
+            return
         self.root.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:

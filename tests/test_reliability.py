@@ -25,6 +25,7 @@ from runner.rollout import Live, RolloutJob, RolloutRunner
 from scaffolds.exits import ExitReason
 from tests.conftest import write_task
 from tests.docker_support import client, smoke_task, task_image
+from tests.openai_server import OpenAIServer, Reply, completion
 
 ROOT = Path(__file__).resolve().parents[1]
 HOLD = textwrap.dedent("""
@@ -63,16 +64,20 @@ def test_a_second_runner_and_a_regrade_are_refused_on_a_held_run_directory(tmp_p
     out = tmp_path / "out"
     run_dir = out / "runs" / "busy"
     holder = _holder(run_dir)
-    try:
-        run = subprocess.run([sys.executable, "-m", "runner", "tasks=smoke", "tasks.ids=[rollstats]", "model=noop",
-                              "rollouts=1", "grade=none", "name=busy", f"output_root={out}"],
-                             cwd=ROOT, capture_output=True, text=True, timeout=300)
-        assert run.returncode != 0 and "Traceback" not in run.stderr
-        assert f"is in use by pid {holder.pid}" in run.stderr, run.stderr[-2000:]
-        assert sorted(p.name for p in run_dir.iterdir()) == [".lock"]  # nothing of its own written
-    finally:
-        holder.send_signal(signal.SIGKILL)
-        holder.wait()
+    with OpenAIServer(policy=lambda _received: Reply(body=completion("hello"))) as server:
+        try:
+            run = subprocess.run([sys.executable, "-m", "runner", "tasks=smoke", "tasks.ids=[rollstats]", "model=local",
+                                  f"model.api_base={server.base_url}", "model.served_name=m", "model.price.input=1",
+                                  "model.price.output=1",
+                                  "rollouts=1", "grade=none", "name=busy", f"output_root={out}"],
+                                 cwd=ROOT, capture_output=True, text=True, timeout=300)
+            assert run.returncode != 0 and "Traceback" not in run.stderr
+            assert f"is in use by pid {holder.pid}" in run.stderr, run.stderr[-2000:]
+            assert sorted(p.name for p in run_dir.iterdir()) == [".lock"]  # nothing of its own written
+            assert server.requests == []  # refused before the model's access check, a paid request (the soak found it)
+        finally:
+            holder.send_signal(signal.SIGKILL)
+            holder.wait()
 
 
 def test_an_unexpected_exception_in_a_rollout_is_its_error_not_the_runs(tmp_path: Path) -> None:
