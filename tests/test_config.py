@@ -100,6 +100,7 @@ def run_dir(cfg: DictConfig) -> str:
      "set the environment variable ANTHROPIC_API_KEY"),
     (["+scaffold.options.observation_limit=lots"], "option 'observation_limit' must be a whole number"),
     (["grading.p=7"], "bad grading option: p must be in (0, 1]"),
+    (["grading.verifier_timeout_multiplier=0"], "bad grading option: verifier_timeout_multiplier must be above 0"),
     (["sandbox.provider=podman"], "error: sandbox.provider must be one of docker, bwrap, got 'podman'"),
     # refused when the run reads its tasks (no container started)
     (["tasks.ids=[nope]"], "unknown task id 'nope'"),

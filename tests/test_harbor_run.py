@@ -99,7 +99,8 @@ def test_a_verifier_over_its_time_is_a_clear_status(tmp_path: Path) -> None:
     shutil.copytree(FIXTURES / "wordstats", root / "slowcheck")
     toml = root / "slowcheck" / "task.toml"
     toml.write_text(toml.read_text().replace("timeout_sec = 120.0", "timeout_sec = 3.0"))
-    (root / "slowcheck" / "tests" / "test.sh").write_text("#!/bin/bash\nsleep 60\n")
+    (root / "slowcheck" / "tests" / "test.sh").write_text(
+        "#!/bin/bash\nsleep 4.5\nmkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt\n")
     task = _task("slowcheck", root)
     image = _images([task])[task.id].agent
     patch = ("diff --git a/wordstats.py b/wordstats.py\n--- a/wordstats.py\n+++ b/wordstats.py\n"
@@ -107,6 +108,12 @@ def test_a_verifier_over_its_time_is_a_clear_status(tmp_path: Path) -> None:
     report = grade(task, patch, image, GradeConfig())
     assert report["status"] == "verifier_timeout" and "3 s" in report["reason"] and report["score"] == 0.0
     assert report["wall_time_s"] < 40
+    # a slower machine's allowance (Harbor's verifier_timeout_multiplier): 6 s, and the report says so
+    slower = GradeConfig(verifier_timeout_multiplier=2.0)
+    report = grade(task, patch, image, slower)
+    assert report["status"] == "passed" and report["score"] == 1.0
+    assert report["verifier_timeout_multiplier"] == 2.0
+    assert not GradeConfig().matches(report, report["patch_sha256"])  # a stock-timeout run grades it again
 
 
 def test_anchors_are_measured_in_the_same_session() -> None:

@@ -16,7 +16,8 @@ from harness.sandbox.interface import SandboxLimits, memory_bytes
 GRADER_VERSION = "1.1"  # 1.1: paired speedups, patch and expert back to back
 MODES = ("interleaved", "gso")
 # Settings reports gained after grader 1.1, with the value that graded the reports written before them.
-RECORDED_SINCE = {"gso_version": "paper", "calibrate": True, "in_place": False, "success": 0.5, "fresh_state": False}
+RECORDED_SINCE = {"gso_version": "paper", "calibrate": True, "in_place": False, "success": 0.5, "fresh_state": False,
+                  "verifier_timeout_multiplier": 1.0}
 STATS = ("paired", "mean", "median")
 # Gradings whose numbers were measured: raw Opt@K counts both; a hack suspect is not credited (guards.py).
 MEASURED = ("passed", "hack_suspect")
@@ -42,6 +43,9 @@ class GradeConfig:
     success: float = 0.5  # reward tasks: the score that counts as solved for Opt@K (0.5 = the reference)
     session_patches: int = 8  # distinct patches of a task timed in one session (grade.py; memory may cap it)
     fresh_state: bool = True  # every test process fenced: its own HOME/TMPDIR, a read-only repo (isolation.py)
+    # reward tasks: [verifier].timeout_sec times this (Harbor's verifier_timeout_multiplier), for a machine
+    # slower than the task authors'; recorded, since a result with more time is not a stock-timeout result
+    verifier_timeout_multiplier: float = 1.0
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -64,6 +68,8 @@ class GradeConfig:
             raise ValueError(f"session_patches must be at least 1, got {self.session_patches}")
         if memory_bytes(self.memory) is None:
             raise ValueError(f"memory must be a size such as 512m or 4g, got {self.memory!r}")
+        if not self.verifier_timeout_multiplier > 0:
+            raise ValueError(f"verifier_timeout_multiplier must be above 0, got {self.verifier_timeout_multiplier}")
         if self.bootstrap < 1:
             raise ValueError(f"bootstrap must be at least 1, got {self.bootstrap}")
 
@@ -84,7 +90,8 @@ class GradeConfig:
         """The settings every report records; a stored report is reused only while they match."""
         return {"timing_mode": self.mode, "rounds": self.rounds, "stat": self.stat, "p": self.p,
                 "gso_version": self.gso_version, "calibrate": self.calibrate, "in_place": self.in_place,
-                "success": self.success, "fresh_state": self.fresh_state, "grader_version": GRADER_VERSION}
+                "success": self.success, "fresh_state": self.fresh_state,
+                "verifier_timeout_multiplier": self.verifier_timeout_multiplier, "grader_version": GRADER_VERSION}
 
     def new_report(self, instance_id: str, patch: str | None, **keys: Any) -> dict[str, Any]:
         """A report before grading: which patch, GSO's outcome flags all false, a grader's own `keys`, then

@@ -94,8 +94,8 @@ def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig,
                  agents_box: Sandbox | None = None) -> dict[str, Any]:
     """Grade one patch of a reward task; always returns a report. With `agents_box` (grading.in_place), the
     verifier runs in the agent's own container, as Harbor does, instead of a fresh one with the patch."""
-    check = task.reward_check
-    assert check is not None
+    assert task.reward_check is not None
+    check = replace(task.reward_check, timeout=task.reward_check.timeout * config.verifier_timeout_multiplier)
     started = time.monotonic()
     report = config.new_report(instance_id or task.id, patch, score=0.0, reward=None, reward_extras={},
                                verifier="reward")
@@ -138,7 +138,8 @@ def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig,
         report["reward_extras"] = first.extras
         if first.run.timed_out:
             report.update(status="verifier_timeout",
-                          reason=f"the verifier ran over its {check.timeout:g} s ([verifier].timeout_sec)")
+                          reason=f"the verifier ran over its {check.timeout:g} s ([verifier].timeout_sec"
+                                 f"{_times(config.verifier_timeout_multiplier)})")
             return report
         if first.reward is None:  # (a process left running may have been rewriting it as it was read)
             report.update(status="no_reward", reason=first.why)
@@ -150,7 +151,7 @@ def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig,
         goal = objective(dict(check.optimization))
         survivors: dict[str, set[str]] = {"patch": set(first.survivors)}
         if goal is not None and config.calibrate:
-            calibration = _calibrate(task, goal, box, first, start, config, log, survivors)
+            calibration = _calibrate(task, check, goal, box, first, start, config, log, survivors)
             report["calibration"] = calibration
             if calibration.get("score") is not None:
                 score = calibration["score"]
@@ -218,7 +219,7 @@ def _metric(verification: Verification, goal: Objective) -> float | None:
     return read_metric(verification.extras, goal.metric)[0]
 
 
-def _calibrate(task: Task, goal: Objective, patch_box: Sandbox, first: Verification,
+def _calibrate(task: Task, check: RewardCheck, goal: Objective, patch_box: Sandbox, first: Verification,
                start: Callable[[str], Sandbox], config: GradeConfig, log: Any,
                survivors: dict[str, set[str]]) -> dict[str, Any]:
     """The task's metric on the untouched environment, the reference solution and the patch, measured in
@@ -238,8 +239,6 @@ def _calibrate(task: Task, goal: Objective, patch_box: Sandbox, first: Verificat
                    f"exit {run.exit_code}: {(run.output.strip().splitlines() or [''])[-1][:160]}")
         return {"score": None, "reason": f"{which} run reported no numeric {goal.metric!r} ({outcome})"}
 
-    check = task.reward_check
-    assert check is not None
     value, where = read_metric(first.extras, goal.metric)
     if value is None:
         return {"score": None, "reason": f"{where}: the task's anchors stay"}
@@ -276,6 +275,10 @@ def _calibrate(task: Task, goal: Objective, patch_box: Sandbox, first: Verificat
                 return no_metric(f"a {state}", state)
             values[state].append(got)
     return {**calibrate(values, goal, config.p, config.bootstrap, config.seed), "read_from": where}
+
+
+def _times(multiplier: float) -> str:
+    return "" if multiplier == 1 else f" x grading.verifier_timeout_multiplier {multiplier:g}"
 
 
 def survivor_review(survivors: dict[str, set[str]]) -> list[str]:
