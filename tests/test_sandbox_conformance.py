@@ -12,9 +12,11 @@ from __future__ import annotations
 import os
 import secrets
 import signal
+import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -24,11 +26,12 @@ import docker.errors
 import pytest
 
 from harness.grader.states import apply_patch
-from harness.sandbox.interface import NoPatch, Sandbox, SandboxError, SandboxLimits
+from harness.sandbox.interface import Listenable, NoPatch, Sandbox, SandboxError, SandboxLimits
 from harness.sandbox.providers import provider
 from tests.docker_support import client, providers_here, smoke_task, task_image
 
 ROOT = Path(__file__).resolve().parents[1]
+PORT = 39217  # (a port inside each sandbox's own network namespace)
 pytestmark = pytest.mark.docker  # the images come from Docker for both providers
 
 
@@ -247,6 +250,44 @@ def test_other_sandboxes_are_invisible(name: str, box: Sandbox) -> None:
         assert box.exec("cat /tmp/mine").exit_code != 0
     finally:
         other.close()
+
+
+CONNECT = ("python3 -c \"import socket, sys; s = socket.create_connection(('127.0.0.1', {port}), timeout=5); "
+           "s.sendall(b'ping'); print(s.recv(64).decode())\"")
+
+
+def test_a_port_inside_the_sandbox_is_served_from_outside_and_reached_from_nowhere_else(name: str,
+                                                                                        box: Sandbox) -> None:
+    """`Listenable`: how an installed agent reaches the run's model gateway with the network cut."""
+    assert isinstance(box, Listenable)
+    listener = box.listen(PORT)
+    answered: list[bytes] = []
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            answered.append(conn.recv(64))
+            conn.sendall(b"pong from outside")
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    try:
+        done = box.exec(CONNECT.format(port=PORT), timeout=30)
+        assert done.exit_code == 0 and done.output.strip() == "pong from outside", done.output
+        server.join(5)
+        assert answered == [b"ping"]
+        # not on the host's loopback, not in another sandbox (each has its own namespace)
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", PORT), timeout=2).close()
+        other = start(name)
+        try:
+            assert other.exec(CONNECT.format(port=PORT), timeout=30).exit_code != 0
+        finally:
+            other.close()
+        with pytest.raises(SandboxError, match="port"):  # taken there already: one clear error
+            box.listen(PORT)
+    finally:
+        listener.close()
 
 
 def test_memory_hog_is_killed_and_sandbox_survives(name: str, box: Sandbox) -> None:

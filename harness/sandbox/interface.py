@@ -16,6 +16,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
@@ -202,6 +203,17 @@ class Freezable(Protocol):
     def changed_paths(self) -> list[str]:
         """The deepest paths added, changed or deleted since the sandbox started from its image (not the
         directories above them), as seen from outside it (the sandbox's own tools are not asked)."""
+        ...
+
+
+@runtime_checkable
+class Listenable(Protocol):
+    """A capability some sandboxes have: a port on the sandbox's own loopback that this process serves."""
+
+    def listen(self, port: int) -> socket.socket:
+        """A socket listening on 127.0.0.1:`port` inside the sandbox, for this process to accept on: what
+        connects is in the sandbox, and nothing outside it can reach the port (netns.py). SandboxError where
+        the provider cannot (not root, a remote engine) or the port is taken there."""
         ...
 
 

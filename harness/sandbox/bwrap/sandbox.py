@@ -19,6 +19,7 @@ import json
 import os
 import select
 import shutil
+import socket
 import subprocess
 import tempfile
 import threading
@@ -29,7 +30,7 @@ from typing import IO
 
 from harness.gpus import Gpu, visible_env
 from harness.sandbox.archive import tar_of
-from harness.sandbox import overlay
+from harness.sandbox import netns, overlay
 from harness.sandbox.bwrap import cgroups, devices, hardening, outside, registry
 from harness.sandbox.bwrap.binary import bwrap_path, nsenter_path, usable
 from harness.sandbox.bwrap.rootfs import Rootfs
@@ -332,6 +333,12 @@ class BwrapSandbox:
                 os.sched_setaffinity(pid, cpus)
             except OSError:
                 pass  # gone meanwhile
+
+    def listen(self, port: int) -> socket.socket:
+        """127.0.0.1:`port` in the sandbox's network namespace, served by this process (`Listenable`)."""
+        if not self._alive():
+            raise SandboxError("cannot open a port inside the sandbox: it is not running")
+        return netns.listen_in(self._init, port)
 
     def restart(self) -> None:
         """Every process ended; the sandbox started again over the same files."""

@@ -15,6 +15,7 @@ import errno
 import io
 import json
 import os
+import socket
 import tarfile
 import threading
 import time
@@ -33,7 +34,7 @@ from harness.gpus import Gpu
 from harness.sandbox.docker.containers import (LABEL, OWNER_LABEL, create_container, docker_client,
                                                hardening_options, owner_id, track, untrack)
 from harness.sandbox.docker.stream import DockerStream
-from harness.sandbox import overlay
+from harness.sandbox import netns, overlay
 from harness.sandbox.archive import tar_of
 from harness.sandbox.gitdiff import take_diff
 from harness.sandbox.interface import (BASE_COMMIT_LABEL, GIT_DIR_LABEL, PINS_LABEL, TESTBED, WORKDIR_LABEL,
@@ -284,6 +285,16 @@ class DockerSandbox:
         """Move the running container (and every process in it) onto these CPUs, e.g. "1" (`Pinnable`)."""
         with engine_errors():
             self.container.update(cpuset_cpus=cpuset)
+
+    def listen(self, port: int) -> socket.socket:
+        """127.0.0.1:`port` in the container's network namespace, served by this process (`Listenable`):
+        joined through its main process, which needs a local engine and root."""
+        with engine_errors():
+            self.container.reload()
+        pid = int((self.container.attrs.get("State") or {}).get("Pid") or 0)
+        if pid <= 0:
+            raise SandboxError("cannot open a port inside the container: it is not running")
+        return netns.listen_in(pid, port)
 
     def restart(self) -> None:
         """Every process killed, the container started again with its files (`Freezable`)."""
