@@ -2,16 +2,15 @@
 
 One sandbox is one long-lived `bwrap` process (its init, in new user, pid, ipc, uts, cgroup and, unless
 the task allows the network, network namespaces) over an overlay: the root file system read-only
-underneath, a writable layer of its own above (a directory of ours, so what changed is read from
-outside: harness.sandbox.overlay). Every command joins those namespaces with `nsenter`, as root of the sandbox's
-user namespace: a capability there is worth nothing on the host. Run by root, the user namespace maps
+underneath, a writable layer of its own above (a directory of ours: what changed is read from outside,
+harness.sandbox.overlay). Every command joins those namespaces with `nsenter`, as root of the sandbox's user
+namespace: a capability there is worth nothing on the host. Run by root, the user namespace maps
 uids 0-65535 to the host's own (so the grader's fence can drop to an unprivileged user, as on Docker);
 run by another user, only that user is mapped (it is root inside).
 
 Guarantees, as DockerSandbox's: a command's timeout stops it (`timeout -k 5` inside, a host backstop
-that ends the sandbox if an exec wedges anyway); output decoded without failing and capped; a sandbox
-that died is a SandboxError; closing it (also at exit, on signals, or by a later cleanup) leaves no
-process, mount or directory behind.
+that ends the sandbox if an exec wedges anyway); output decoded without failing and capped; a dead sandbox
+is a SandboxError; closing it (at exit, on signals, by a later cleanup) leaves no process, mount or directory.
 """
 from __future__ import annotations
 
@@ -58,8 +57,7 @@ class BwrapSandbox:
         self.base_commit = labels.get(BASE_COMMIT_LABEL)
         self.pins: dict[str, str] = json.loads(labels.get(PINS_LABEL) or "{}")
         self.upper, self.work = directory / "upper", directory / "work"
-        self._init = 0  # host pid of the sandbox's init (pid 1 inside)
-        self._pidns = 0
+        self._init = self._pidns = 0  # host pid of the sandbox's init (pid 1 inside), its pid namespace
         self._keeper: subprocess.Popen[bytes] | None = None
         self._cgroup: Path | None = None
         self._cpus: str | None = None
@@ -76,8 +74,8 @@ class BwrapSandbox:
         registry.STATE.mkdir(parents=True, exist_ok=True)
         # made under a hidden name and renamed once its record is in: cleanup never sees a nameless one
         made = Path(tempfile.mkdtemp(prefix=".sbx-", dir=registry.STATE))
-        (made / "upper").mkdir()
-        (made / "work").mkdir()
+        for part in ("upper", "work"):
+            (made / part).mkdir()
         record = {"owner": registry.owner_id(), "labels": labels or {}, "image": rootfs.name}
         (made / registry.META).write_text(json.dumps(record))
         directory = made.with_name("sbx-" + made.name.removeprefix(".sbx-"))
@@ -313,8 +311,7 @@ class BwrapSandbox:
         """Unpack a tar archive at `path` (created if missing), its modes kept."""
         done = self._call(["sh", "-c", 'mkdir -p -- "$0" && exec tar -x -C "$0"', path], archive)
         if done.returncode != 0:
-            why = done.stderr.decode(errors="replace").strip()[:200]
-            raise SandboxError(f"bwrap: unpacking at {path} failed: {why}")
+            raise SandboxError(f"bwrap: unpacking at {path} failed: {done.stderr.decode(errors='replace')[:200]}")
 
     # -- patch
 
@@ -336,9 +333,7 @@ class BwrapSandbox:
 
     def listen(self, port: int) -> socket.socket:
         """127.0.0.1:`port` in the sandbox's network namespace, served by this process (`Listenable`)."""
-        if not self._alive():
-            raise SandboxError("cannot open a port inside the sandbox: it is not running")
-        return netns.listen_in(self._init, port)
+        return netns.listen_in(self._init, port)  # (SandboxError when its init is gone)
 
     def restart(self) -> None:
         """Every process ended; the sandbox started again over the same files."""
