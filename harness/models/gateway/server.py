@@ -1,0 +1,166 @@
+"""The gateway: an HTTP server on the runner's side that agent CLIs in sandboxes call as their model API.
+
+One `Gateway` per run; each rollout registers a handler with `open` and hands its agent the token
+(never a provider key). A request is authenticated by that token (`Authorization: Bearer` from OpenAI
+clients, `x-api-key` from Anthropic ones), translated by its wire format into OpenAI chat messages,
+answered by the rollout's handler (normally `Model.query`), and written back in the same wire format,
+as one JSON body or, when asked, as the event stream the client parses. Every served call is logged per
+token (`calls`) with the time spent in the gateway and in the handler.
+
+The gateway serves on listening sockets it is given (`serve`), not only ones it makes (`listen`): the
+socket may have been opened inside a sandbox's network namespace, where the agent can reach it while
+the sandbox stays off every other network.
+"""
+from __future__ import annotations
+
+import logging
+import secrets
+import socket
+import threading
+import time
+from http.server import HTTPServer
+from typing import Any
+
+from harness.models.gateway.anthropic_messages import AnthropicMessages
+from harness.models.gateway.connection import Connection
+from harness.models.gateway.openai_chat import OpenAIChat
+from harness.models.gateway.openai_responses import OpenAIResponses
+from harness.models.gateway.session import GatewayCall, Handler, Session
+from harness.models.gateway.wire import Wire
+
+log = logging.getLogger(__name__)
+MAX_BODY_BYTES = 32 * 1024 * 1024
+WIRES: tuple[Wire, ...] = (OpenAIChat(), AnthropicMessages(), OpenAIResponses())
+
+
+class _Server(HTTPServer):
+    """Serves one given listening socket, a thread per connection. The threads are tracked (unlike
+    ThreadingHTTPServer's daemon threads) so that shutdown can end kept-alive connections and wait."""
+
+    def __init__(self, sock: socket.socket, gateway: Gateway) -> None:
+        self.address_family = sock.family
+        super().__init__(sock.getsockname(), Connection, bind_and_activate=False)
+        self.socket.close()  # the unbound socket the base class made; the given one serves instead
+        self.socket = sock
+        self.server_address = sock.getsockname()
+        self.gateway = gateway
+        self._connections: dict[threading.Thread, socket.socket] = {}
+        self._lock = threading.Lock()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        thread = threading.Thread(target=self._serve_connection, args=(request, client_address),
+                                  name="gateway-connection", daemon=True)
+        with self._lock:
+            self._connections[thread] = request
+        thread.start()
+
+    def _serve_connection(self, request: Any, client_address: Any) -> None:
+        try:
+            self.finish_request(request, client_address)
+        except Exception:  # noqa: BLE001 - a reset connection ends its thread, never the server
+            log.debug("gateway: a connection ended with an error", exc_info=True)
+        finally:
+            self.shutdown_request(request)
+            with self._lock:
+                self._connections.pop(threading.current_thread(), None)
+
+    def end_connections(self, deadline: float) -> None:
+        """Wake every connection thread (a kept-alive one waits in a read) and wait for them."""
+        with self._lock:
+            connections = list(self._connections.items())
+        for _thread, conn in connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        for thread, _conn in connections:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
+class Gateway:
+    """The run's model gateway. Thread-safe; `shutdown` (or leaving a `with` block) stops it."""
+
+    def __init__(self, max_body_bytes: int = MAX_BODY_BYTES) -> None:
+        self.max_body_bytes = max_body_bytes
+        self.wires = {path: wire for wire in WIRES for path in wire.paths}
+        self.local = {key: (wire, answer) for wire in WIRES for key, answer in wire.local().items()}
+        self.fallback = WIRES[0]  # whose error body an unknown path gets
+        self._sessions: dict[str, Session] = {}
+        self._servers: list[tuple[_Server, threading.Thread]] = []
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    def serve(self, sock: socket.socket) -> None:
+        """Serve HTTP on `sock`, already bound and listening; the gateway closes it at shutdown."""
+        with self._lock:
+            if self._stopped:
+                raise RuntimeError("the gateway was shut down")
+            server = _Server(sock, self)
+            thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                                      name="gateway-server", daemon=True)
+            self._servers.append((server, thread))
+            thread.start()
+
+    def listen(self, host: str = "127.0.0.1", port: int = 0) -> tuple[str, int]:
+        """A new listening socket on (host, port), served; its address (port 0: a free port)."""
+        sock = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+        try:
+            self.serve(sock)
+        except BaseException:
+            sock.close()
+            raise
+        address = sock.getsockname()
+        return address[0], address[1]
+
+    @property
+    def addresses(self) -> list[Any]:
+        """The addresses of the sockets being served."""
+        with self._lock:
+            return [server.server_address for server, _thread in self._servers]
+
+    def open(self, handler: Handler, model: str = "optrunner") -> str:
+        """Register a rollout; its token, fresh and unguessable. `model`: the name /v1/models reports."""
+        token = secrets.token_urlsafe(32)
+        with self._lock:
+            self._sessions[token] = Session(token=token, handler=handler, model=model)
+        return token
+
+    def close(self, token: str) -> list[GatewayCall]:
+        """Forget a rollout (its token gets 401 from now on); the calls it made. A call still being
+        served when it closes finishes but is not in the list."""
+        with self._lock:
+            session = self._sessions.pop(token, None)
+        return session.log() if session else []
+
+    def calls(self, token: str) -> list[GatewayCall]:
+        """The calls served for an open token, in the order they finished. KeyError: not open."""
+        session = self.session(token)
+        if session is None:
+            raise KeyError("no open gateway session has this token")
+        return session.log()
+
+    def session(self, token: str) -> Session | None:
+        if not token:
+            return None
+        with self._lock:
+            return self._sessions.get(token)
+
+    def shutdown(self, timeout_s: float = 10.0) -> None:
+        """Stop every server, close its socket and its connections, and wait (up to `timeout_s`) for
+        calls in flight to end. Idempotent."""
+        with self._lock:
+            self._stopped = True
+            servers, self._servers = self._servers, []
+        deadline = time.monotonic() + timeout_s
+        for server, _thread in servers:
+            server.shutdown()  # the accept loop ends within its poll interval (50 ms)
+        for server, thread in servers:
+            server.server_close()
+            server.end_connections(deadline)
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    def __enter__(self) -> Gateway:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.shutdown()
