@@ -537,6 +537,26 @@ def test_shutdown_ends_every_thread_and_closes_the_port() -> None:
     client.close()
 
 
+def test_unserve_stops_one_socket_and_its_connections_only() -> None:
+    with Gateway() as gateway:
+        kept_host, kept_port = gateway.listen()
+        sock = socket.create_server(("127.0.0.1", 0))
+        gateway.serve(sock)
+        token = gateway.open(lambda *_: trivial_reply())
+        port = sock.getsockname()[1]
+        client = sdk(f"http://127.0.0.1:{port}", token)  # keeps its connection open after the call
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+        threads = sum(t.name.startswith("gateway-") for t in threading.enumerate())
+        gateway.unserve(sock)
+        assert sum(t.name.startswith("gateway-") for t in threading.enumerate()) < threads
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        other = sdk(f"http://{kept_host}:{kept_port}", token)  # the other socket still answers
+        assert other.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}]).choices
+        client.close()
+        other.close()
+
+
 def test_overhead_helper_measures_the_gateways_own_time() -> None:
     with Gateway() as gateway:
         for wire in ("openai_chat", "anthropic_messages", "openai_responses"):

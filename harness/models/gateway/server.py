@@ -145,12 +145,23 @@ class Gateway:
         with self._lock:
             return self._sessions.get(token)
 
+    def unserve(self, sock: socket.socket, timeout_s: float = 10.0) -> None:
+        """Stop serving `sock` (a rollout's port, when the rollout ends): as `shutdown`, for that socket only."""
+        with self._lock:
+            ours = [(server, thread) for server, thread in self._servers if server.socket is sock]
+            self._servers = [pair for pair in self._servers if pair not in ours]
+        self._stop(ours, timeout_s)
+
     def shutdown(self, timeout_s: float = 10.0) -> None:
         """Stop every server, close its socket and its connections, and wait (up to `timeout_s`) for
         calls in flight to end. Idempotent."""
         with self._lock:
             self._stopped = True
             servers, self._servers = self._servers, []
+        self._stop(servers, timeout_s)
+
+    @staticmethod
+    def _stop(servers: list[tuple[_Server, threading.Thread]], timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
         for server, _thread in servers:
             server.shutdown()  # the accept loop ends within its poll interval (50 ms)
