@@ -62,8 +62,9 @@ def _flags() -> dict[str, Any]:
 
 @cache
 def groups() -> dict[str, tuple[str, ...]]:
-    """Each config group of conf/ -> its options (files only: the schema_* configs are internal)."""
-    return {d.name: tuple(sorted(p.stem for p in d.glob("*.yaml")))
+    """Each config group of conf/ -> its options (files only: the schema_* configs are internal); a folder
+    inside a group names options of that group (scaffold=installed/mini_swe_agent)."""
+    return {d.name: tuple(sorted(p.relative_to(d).with_suffix("").as_posix() for p in d.rglob("*.yaml")))
             for d in sorted(Path(CONF_DIR).iterdir()) if d.is_dir()}
 
 

@@ -33,6 +33,7 @@ from runner.provenance import collect as collect_provenance
 from runner.records import ResultRecord, RolloutRecord
 from runner.report import write_reports
 from runner.rollout import RolloutJob, RolloutResult, make_job
+from scaffolds import agent_images
 from runner.store import RunStore
 from scaffolds.exits import RETRIED, ExitReason
 
@@ -140,8 +141,16 @@ class Runner:
         # spend kept, unless retry_errors=false (--no-retry-errors) keeps it as it was.
         retry = RETRIED if self.conf.retry_errors else frozenset()
         again = [(p, record) for p, record in stored if record is not None and record.exit_reason in retry]
-        todo = [make_job(self.conf, p.task, p.index, images[p.task.id].agent) for p, record in stored if record is None]
-        todo += [make_job(self.conf, p.task, p.index, images[p.task.id].agent, retried=record) for p, record in again]
+        # what the rollouts' sandboxes start from: the agent images (one layer up for an installed agent)
+        needed = {p.task.id for p, record in stored if record is None} | {p.task.id for p, _ in again}
+        try:
+            agent = agent_images(self.conf.scaffold.name, self.conf.scaffold.options,
+                                 {task_id: images[task_id].agent for task_id in sorted(needed)}, self.sandboxes,
+                                 lambda m: print(m, flush=True))
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+        todo = [make_job(self.conf, p.task, p.index, agent[p.task.id]) for p, record in stored if record is None]
+        todo += [make_job(self.conf, p.task, p.index, agent[p.task.id], retried=record) for p, record in again]
         done_before = [record for _, record in stored if record is not None and record.exit_reason not in retry]
         self.recorded -= {record.key for _, record in again}  # their new records replace the old (last one wins)
         # Once the images are known, on the first start (or a resume of one killed before this point): a run from

@@ -1,4 +1,5 @@
-"""Agent scaffolds on the harness sandbox interface: `codeact`, `mini_swe` and `terminus`.
+"""Agent scaffolds on the harness sandbox interface: `codeact`, `mini_swe` and `terminus`, and `installed`
+(a real agent CLI in the sandbox: scaffolds/installed).
 
 Each runs one task in one sandbox with one model (`harness.models`) and returns an `Episode`
 (`episode.py`), through the shared `Recorder` (`recorder.py`). SCAFFOLDS maps a name to its class and
@@ -21,6 +22,7 @@ SCAFFOLDS = {
     "codeact": ("scaffolds.codeact.agent", "CodeActScaffold", "CodeActConfig"),
     "mini_swe": ("scaffolds.mini_swe.agent", "MiniSweScaffold", "MiniSweConfig"),
     "terminus": ("scaffolds.terminus.agent", "TerminusScaffold", "TerminusConfig"),
+    "installed": ("scaffolds.installed.agent", "InstalledScaffold", "InstalledConfig"),  # a real agent CLI
 }
 NAMES = tuple(SCAFFOLDS)
 
@@ -77,3 +79,14 @@ def make_scaffold(name: str, options: dict[str, Any] | None = None) -> Any:
     """A scaffold by name, configured with its options (its config dataclass's fields)."""
     scaffold_cls, _config = _classes(name)
     return scaffold_cls(make_config(name, options))
+
+
+def agent_images(name: str, options: dict[str, Any] | None, images: dict[str, str], provider: Any,
+                 log: Any = print) -> dict[str, str]:
+    """Each task's image for this scaffold's sandboxes (task id -> image): the task's agent image, or, for an
+    installed agent, that image one layer up with the agent's program (built once; ValueError in one line
+    when a task's image cannot run the agent)."""
+    if name != "installed":
+        return dict(images)
+    from scaffolds.installed.agent import prepare_images
+    return prepare_images(make_config(name, options).agent, images, provider, log)

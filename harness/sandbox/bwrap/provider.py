@@ -85,6 +85,24 @@ class BwrapProvider:
         except (OSError, ValueError, KeyError):
             return None
 
+    def add_folder(self, image: str, source: Path, dest: str, kind: str, progress: Progress = print,
+                   then: str = "") -> str:
+        """`image` with this machine's folder `source` at `dest` (installed agents): the Docker image one
+        layer up, exported like the task images. Over the host's system (sandbox.rootfs=host) there is no
+        image to add to yet: refused in one line."""
+        from harness.sandbox.docker.containers import docker_client
+        from harness.sandbox.docker.provider import DockerProvider
+
+        docker = DockerProvider()
+        if docker.image_id(image) is None:
+            raise SandboxUnavailable(f"{image} is not a Docker image: installed agents on bwrap run in task images "
+                                     "from Docker (sandbox.rootfs=image), not over the host's system yet")
+        tag = docker.add_folder(image, source, dest, kind, progress, then)
+        if not rootfs.current(tag, docker.image_id(tag)):
+            progress(f"bwrap: exporting {tag} to a directory")
+            rootfs.export(docker_client(), tag)
+        return tag
+
     # Moving root file systems between machines (runner.executors.ray): present here, or a tar of one.
     def has_image(self, name: str) -> bool:
         try:

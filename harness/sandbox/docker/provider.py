@@ -91,6 +91,13 @@ class DockerProvider:
         except ENGINE_ERRORS:  # ImageNotFound is a DockerException
             return None
 
+    def add_folder(self, image: str, source: Path, dest: str, kind: str, progress: Progress = print,
+                   then: str = "") -> str:
+        """`image` with this machine's folder `source` at `dest`, one layer more (installed agents)."""
+        from harness.sandbox.docker.layers import with_folder
+        with engine_errors():
+            return with_folder(docker_client(), image, source, dest, kind, progress, then)
+
     # Moving images between engines (runner.executors.ray: a node that lacks a task image gets it from the
     # driver's engine, `docker save` there and `docker load` here).
     def has_image(self, name: str) -> bool:

@@ -1,0 +1,267 @@
+"""The `installed` scaffold: a real agent CLI run inside the rollout's sandbox, its model calls answered by
+the run's gateway through this project's model layer.
+
+One rollout:
+1. The gateway (one per process, harness.models.gateway) opens a session for the rollout: a fresh token,
+   and a handler that passes each call to the rollout's `Recorder` (limits checked before every call, the
+   call priced and recorded as a step). A call the limits do not allow is refused (403, which the agents
+   do not retry) and the agent is stopped; the episode ends with that limit as its reason.
+2. A port on the sandbox's own loopback (`Listenable`) is served by the gateway: the agent reaches it at
+   127.0.0.1:PORT, the sandbox keeps no other network, and the token is the only key it ever holds.
+3. The task's text is written to a file, the agent's start command (agents.py) runs in the working
+   directory under the rollout's wall clock; when it exits by itself, its exit status is the episode's end
+   (0: it finished, `submitted`; else `error` with the status and its last output line).
+4. The trajectory is the calls as the gateway saw them: each call a step (its call record; the reply's tool
+   calls as actions, with the results the agent sent back on the next call as observations), the last
+   request's conversation and reply as the messages, and the agent's own log files in the details.
+The patch is the work tree's diff, as for every scaffold.
+"""
+from __future__ import annotations
+
+import atexit
+import shlex
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harness.models.gateway import Gateway, GatewayCall, Refused
+from harness.models.model import Model
+from harness.models.records import ModelReply
+from harness.sandbox.interface import Listenable, Sandbox, SandboxError
+from harness.tasks.task import Task
+from scaffolds.episode import Episode, EpisodeEnd, LimitReached, Observation
+from scaffolds.exits import ExitReason
+from scaffolds.installed.agents import AGENT_HOME, INSTALL_ROOT, TASK_FILE, Launch, agent_spec
+from scaffolds.limits import Limits
+from scaffolds.prompts import render_template
+from scaffolds.recorder import Recorder
+
+LOG_CAP = 1 << 20  # bytes of each agent log file kept in the trajectory
+KILL_AGENT = "pkill -TERM -f {folder}/ ; sleep 2; pkill -KILL -f {folder}/ ; true"
+
+
+@dataclass(frozen=True)
+class InstalledConfig:
+    agent: str = "mini_swe_agent"
+    port: int = 39217  # the gateway's port on the sandbox's loopback (the sandbox's own namespace)
+    args: str = ""  # more arguments for the agent's command line (shell words), e.g. a config of its own
+
+    def __post_init__(self) -> None:
+        agent_spec(self.agent)  # ValueError (one line) for an unknown agent
+        if not 0 < self.port < 65536:
+            raise ValueError(f"port must be in 1..65535, got {self.port}")
+
+
+_gateway: Gateway | None = None
+_gateway_lock = threading.Lock()
+
+
+def gateway() -> Gateway:
+    """This process's gateway, started on first use and shut down at exit."""
+    global _gateway
+    with _gateway_lock:
+        if _gateway is None:
+            _gateway = Gateway()
+            atexit.register(_gateway.shutdown)
+        return _gateway
+
+
+class Session:
+    """The gateway's handler for one rollout: every call through the Recorder, one at a time."""
+
+    def __init__(self, rec: Recorder) -> None:
+        self.rec = rec
+        self.lock = threading.Lock()
+        self.ended = threading.Event()  # a limit or the provider ended the episode: stop the agent
+        self.end: EpisodeEnd | None = None
+        self.last: list[dict[str, Any]] = []  # the last request's messages and its reply
+        self.pending: list[dict[str, Any]] = []  # the last reply's tool calls, awaiting their results
+
+    def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                 params: Mapping[str, Any]) -> ModelReply:
+        with self.lock:
+            self._observe(messages)
+            try:
+                reply = self.rec.query(messages, tools=tools, stop=params.get("stop") or None)
+            except EpisodeEnd as end:  # a limit (403: no agent retries it), the provider's lasting failure
+                self.end = end
+                self.ended.set()
+                limit = isinstance(end, LimitReached)
+                raise Refused(f"optrunner: {end.message}", status=403 if limit else 503,
+                              kind="permission_error" if limit else "api_error") from None
+            except Exception as exc:  # noqa: BLE001 - a bug here ends the episode, not the gateway
+                self.end = EpisodeEnd(f"{type(exc).__name__}: {exc}", ExitReason.ERROR)
+                self.ended.set()
+                raise Refused(f"optrunner: {self.end.message}", status=503, kind="api_error") from None
+            self.last = [*messages, reply.message]
+            self.pending = [{"tool": c.name, "id": c.id, "arguments": c.arguments} for c in reply.tool_calls]
+            return reply
+
+    def _observe(self, messages: list[dict[str, Any]]) -> None:
+        """The results of the previous reply's tool calls, as the agent sent them back: that step's actions
+        and observations."""
+        results = {m.get("tool_call_id"): m for m in messages if m.get("role") == "tool"}
+        for action in self.pending:
+            shown = results.get(action["id"])
+            text = _text(shown.get("content")) if shown else "(its result was not sent back)"
+            self.rec.act(action, Observation(text, len(text)))
+        self.pending = []
+
+    def finish(self) -> None:
+        with self.lock:
+            for action in self.pending:  # the last reply's calls: run, but never reported back
+                self.rec.act(action, Observation("(the agent ended before sending this back)", 0))
+            self.pending = []
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return "" if content is None else str(content)
+
+
+class InstalledScaffold:
+    name = "installed"
+
+    def __init__(self, config: InstalledConfig | None = None, **options: Any) -> None:
+        self.config = config or InstalledConfig(**options)
+        self.spec = agent_spec(self.config.agent)
+
+    def task_text(self, task: Task, workdir: str) -> str:
+        from pathlib import Path
+        return render_template(Path(__file__).parent / "prompts", "task.j2", **task.prompt_vars(workdir))
+
+    def run(self, task: Task, sandbox: Sandbox, model: Model, limits: Limits,
+            stop: threading.Event | None = None) -> Episode:
+        rec = Recorder(f"installed/{self.spec.name}", sandbox, model, limits, stop)
+        rec.details["agent"] = {"name": self.spec.name, "version": self.spec.version, "wire": self.spec.wire,
+                                "registry": self.spec.registry, "package": self.spec.package}
+        session = Session(rec)
+        gate = gateway()
+        token = gate.open(session, model=_served_name(model))
+        listener = None
+        try:
+            if not isinstance(sandbox, Listenable):
+                raise SandboxError("this sandbox provider cannot open a port inside its sandboxes (Listenable)")
+            listener = sandbox.listen(self.config.port)
+            gate.serve(listener)
+            episode = rec.run(lambda: self._agent(task, sandbox, rec, session, token, model),
+                              lambda: session.last, session.finish)
+        finally:
+            if listener is not None:
+                gate.unserve(listener)
+            calls = gate.close(token)
+        episode.details["gateway_calls"] = [_call_row(c) for c in calls]
+        return episode
+
+    def _agent(self, task: Task, sandbox: Sandbox, rec: Recorder, session: Session, token: str,
+               model: Model) -> None:
+        folder = f"{INSTALL_ROOT}/{self.spec.name}"
+        sandbox.exec(f"mkdir -p {AGENT_HOME}", timeout=30)
+        sandbox.write_file(TASK_FILE, self.task_text(task, sandbox.workdir))
+        launch = Launch(base_url=f"http://127.0.0.1:{self.config.port}", token=token,
+                        model=_served_name(model),
+                        max_steps=rec.limits.max_steps, folder=folder,
+                        extra=tuple(shlex.split(self.config.args)))
+        left = rec.time_left()
+        budget = 7 * 24 * 3600.0 if left is None else max(1.0, left)
+        command = f"timeout -k 5 {budget:.0f} bash -c {shlex.quote(self.spec.command(launch))}"
+        done: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                done["result"] = sandbox.exec(command, timeout=budget + 30, cwd=sandbox.workdir)
+            except BaseException as exc:  # noqa: BLE001 - handed to the episode's thread
+                done["error"] = exc
+
+        worker = threading.Thread(target=run, name=f"installed-{self.spec.name}", daemon=True)
+        worker.start()
+        while worker.is_alive():
+            worker.join(0.2)
+            if session.ended.is_set() or rec.stop.is_set():
+                _stop(sandbox, folder)
+                worker.join(30)
+                break
+        self._collect_logs(sandbox, rec)
+        result = done.get("result")
+        if result is not None:
+            rec.details["agent"]["exit_code"] = result.exit_code
+            rec.details["agent"]["output_tail"] = result.output[-4000:]
+        if session.end is not None:  # the gateway refused a call (a limit) or the model layer failed
+            raise session.end
+        # stopped from outside, over its wall clock, or a limit the agent keeps itself (mini-swe-agent's
+        # step limit is ours): the same reason as when the gateway refuses the next call
+        rec.check_limits()
+        if "error" in done:
+            raise done["error"]
+        if result is None:
+            raise EpisodeEnd("the agent did not exit after it was stopped", ExitReason.ERROR)
+        if result.exit_code == 124 or result.timed_out:
+            raise LimitReached(f"wall-clock limit of {rec.limits.wall_clock_s:g} s reached", ExitReason.TIME_LIMIT)
+        if result.exit_code != 0:
+            last = (result.output.strip().splitlines() or [""])[-1][:300]
+            raise EpisodeEnd(f"the agent exited with status {result.exit_code}: {last}", ExitReason.ERROR)
+        from scaffolds.episode import Submitted
+        raise Submitted("the agent exited with status 0")
+
+    def _collect_logs(self, sandbox: Sandbox, rec: Recorder) -> None:
+        logs: dict[str, str] = {}
+        for path in self.spec.logs:
+            try:
+                data = sandbox.read_file(path)
+            except (FileNotFoundError, IsADirectoryError, SandboxError):
+                continue
+            logs[path] = data[:LOG_CAP].decode("utf-8", errors="replace")
+        rec.details["agent_logs"] = logs
+
+
+def _served_name(model: Model) -> str:
+    """The model name the agent is told (the gateway answers with the run's model whatever it asks)."""
+    return model.config.name.rsplit("/", 1)[-1]
+
+
+def _stop(sandbox: Sandbox, folder: str) -> None:
+    try:
+        sandbox.exec(KILL_AGENT.format(folder=folder), timeout=30)
+    except SandboxError:
+        pass  # the sandbox is gone: so is the agent
+
+
+def _call_row(call: GatewayCall) -> dict[str, Any]:
+    return {"wire": call.wire, "path": call.path, "status": call.status, "stream": call.stream,
+            "gateway_s": round(call.gateway_s, 4), "handler_s": round(call.handler_s, 4), "error": call.error,
+            "input_tokens": call.usage.input_tokens if call.usage else 0,
+            "output_tokens": call.usage.output_tokens if call.usage else 0}
+
+
+def prepare_images(agent: str, images: Mapping[str, str], provider: Any,
+                   log: Callable[[str], None] = print) -> dict[str, str]:
+    """Each task's agent image with the agent's folder added (task id -> image), installed from its
+    registry on this machine for the image's interpreter; ValueError (one line) when an image cannot run it."""
+    from harness.sandbox.interface import SandboxLimits
+    from scaffolds.installed.packages import PROBE, Interpreter, ensure_folder, refusal
+
+    spec = agent_spec(agent)
+    out: dict[str, str] = {}
+    made: dict[str, str] = {}
+    for task_id, image in images.items():
+        if image not in made:
+            box = provider.start(image, SandboxLimits())
+            try:
+                found = Interpreter.parse(box.exec(PROBE, timeout=60).output)
+            finally:
+                box.close()
+            why = refusal(spec, found, image)
+            if why:
+                raise ValueError(why)
+            assert found is not None
+            folder = ensure_folder(spec, found, log)
+            dest = f"{INSTALL_ROOT}/{spec.name}"
+            # byte code compiled once, by the image's own interpreter (the agent runs with -B: a rollout
+            # writes none, so its sandbox's layer stays small and is removed fast)
+            made[image] = provider.add_folder(image, folder, dest, f"installed-{spec.name.replace('_', '-')}", log,
+                                              then=f"{found.path} -m compileall -q -j 0 {dest}/lib > /dev/null "
+                                                   "|| true")
+        out[task_id] = made[image]
+    return out

@@ -1,0 +1,108 @@
+"""Installed agents (issue 34): upstream mini-swe-agent from PyPI, run inside the rollout's sandbox, its model
+calls answered by the run's gateway through the model layer. The scripted oracle answers its `bash` tool
+calls; the run, its grade, its limits and its cleanup are the runner's own."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from scaffolds.installed.agents import agent_spec
+from scaffolds.installed.packages import Interpreter, launcher, refusal
+from tests.test_runner import containers_of, results, run_dir, runner
+
+MINI = ("scaffold=installed/mini_swe_agent", "tasks=smoke", "tasks.ids=[rollstats]", "rollouts=1")
+
+
+def _served(record: dict) -> list[dict]:
+    return [c for c in record["details"]["gateway_calls"] if c["status"] == 200]
+
+
+@pytest.mark.docker
+def test_upstream_mini_swe_agent_solves_a_task_through_the_gateway(tmp_path: Path) -> None:
+    done = runner(*MINI, "model=oracle", "grading.rounds=2", out=tmp_path, timeout=1200)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (record,) = results(run_dir(tmp_path))
+    assert record["exit_reason"] == "submitted" and record["exit_message"] == "the agent exited with status 0"
+    assert record["details"]["agent"]["exit_code"] == 0 and record["details"]["agent"]["version"] == "2.4.6"
+    assert "rollstats/window.py" in record["patch"]
+    grading = record["grading"]
+    assert grading["status"] == "passed" and grading["opt_base"], grading
+    # every step is a call the gateway answered, and the record's tokens are the gateway's
+    served = _served(record)
+    assert record["steps"] == len(served) == record["usage"]["calls"] > 2
+    assert record["usage"]["input_tokens"] == sum(c["input_tokens"] for c in served)
+    assert record["usage"]["output_tokens"] == sum(c["output_tokens"] for c in served)
+    assert all(c["wire"] == "openai_chat" for c in served)
+    # the trajectory: the tool calls as actions with the results the agent sent back, and its own log
+    trajectory = json.loads((run_dir(tmp_path) / record["trajectory"]).read_text())
+    actions = [a for step in trajectory["step_records"] for a in step["actions"]]
+    assert actions and all(a["tool"] == "bash" for a in actions)
+    assert any(m.get("role") == "tool" for m in trajectory["messages"])
+    assert "/tmp/optrunner-agent/mini.traj.json" in trajectory["details"]["agent_logs"]
+    assert containers_of(done.pid) == []  # type: ignore[attr-defined]
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(("limit", "reason", "answered"), [
+    ("budget.max_steps=3", "step_limit", 3),
+    ("budget.max_cost_usd=0.003", "cost_limit", 2),
+])
+def test_a_limit_refuses_the_next_call_and_stops_the_agent(tmp_path: Path, limit: str, reason: str,
+                                                           answered: int) -> None:
+    # mini-swe-agent keeps our step limit itself too (agent.step_limit): lifted here, so the gateway refuses
+    done = runner(*MINI, "model=oracle", "grade=none", limit, "scaffold.options.args='-c agent.step_limit=0'",
+                  out=tmp_path, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (record,) = results(run_dir(tmp_path))
+    assert record["exit_reason"] == reason, record["exit_message"]
+    calls = record["details"]["gateway_calls"]
+    assert len(_served(record)) == record["steps"] == answered
+    assert calls[-1]["status"] == 403 and "optrunner:" in calls[-1]["error"]  # the agent was told, then stopped
+    assert containers_of(done.pid) == []  # type: ignore[attr-defined]
+
+
+@pytest.mark.docker
+def test_the_agents_own_step_limit_is_ours(tmp_path: Path) -> None:
+    done = runner(*MINI, "model=oracle", "grade=none", "budget.max_steps=3", out=tmp_path, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (record,) = results(run_dir(tmp_path))
+    assert record["exit_reason"] == "step_limit" and record["steps"] == 3
+    assert [c["status"] for c in record["details"]["gateway_calls"]] == [200, 200, 200]  # it stopped by itself
+
+
+@pytest.mark.docker
+def test_a_sweep_mixes_our_scaffold_and_an_installed_agent(tmp_path: Path) -> None:
+    done = runner("-m", "scaffold=mini_swe,installed/mini_swe_agent", "model=noop", "tasks=smoke",
+                  "tasks.ids=[rollstats]", "rollouts=1", "grade=none", "sweep_name=mix", out=tmp_path, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    runs = sorted(path for path in (tmp_path / "sweeps" / "mix").iterdir() if path.is_dir())
+    scaffolds = sorted(json.loads(line)["system"]["scaffold"] for run in runs
+                       for line in (run / "results.jsonl").read_text().splitlines())
+    assert scaffolds == ["installed-mini_swe_agent", "mini_swe"]
+
+
+def test_an_image_without_a_usable_python_is_refused_in_one_line() -> None:
+    spec = agent_spec("mini_swe_agent")
+    assert Interpreter.parse("none\n") is None
+    old = Interpreter.parse("/usr/bin/python3 3.8 x86_64 2.31\n")
+    assert old is not None and old.version == (3, 8) and old.tag == "py38-x86_64"
+    assert refusal(spec, None, "img") == ("installed/mini_swe_agent needs python3 >= 3.10 in the task image; "
+                                          "img has none")
+    assert "img has 3.8 (/usr/bin/python3)" in (refusal(spec, old, "img") or "")
+    fine = Interpreter.parse("/usr/local/bin/python3 3.11 aarch64 2.36")
+    assert fine is not None and refusal(spec, fine, "img") is None and fine.tag == "py311-aarch64"
+
+
+def test_the_launcher_puts_only_the_agents_folder_before_the_standard_library(tmp_path: Path) -> None:
+    code = launcher(agent_spec("mini_swe_agent"))
+    assert "sys.path[:0] = [os.path.join(here, 'lib')]" in code and "from minisweagent.run.mini import app" in code
+    compile(code, "launch.py", "exec")
+
+
+def test_an_unknown_installed_agent_is_one_line(tmp_path: Path) -> None:
+    done = runner("scaffold=installed/mini_swe_agent", "scaffold.options.agent=nope", "model=noop", "tasks=smoke",
+                  out=tmp_path, timeout=300)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "unknown installed agent 'nope'; known: mini_swe_agent" in done.stderr.strip().splitlines()[-1]
