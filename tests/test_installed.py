@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from scaffolds.installed.agents import agent_spec
-from scaffolds.installed.packages import Interpreter, launcher, refusal
+from scaffolds.installed.packages import Platform, launcher, refusal
 from tests.test_runner import containers_of, results, run_dir, runner
 
 MINI = ("scaffold=installed/mini_swe_agent", "tasks=smoke", "tasks.ids=[rollstats]", "rollouts=1")
@@ -85,14 +85,34 @@ def test_a_sweep_mixes_our_scaffold_and_an_installed_agent(tmp_path: Path) -> No
 
 def test_an_image_without_a_usable_python_is_refused_in_one_line() -> None:
     spec = agent_spec("mini_swe_agent")
-    assert Interpreter.parse("none\n") is None
-    old = Interpreter.parse("/usr/bin/python3 3.8 x86_64 2.31\n")
-    assert old is not None and old.version == (3, 8) and old.tag == "py38-x86_64"
-    assert refusal(spec, None, "img") == ("installed/mini_swe_agent needs python3 >= 3.10 in the task image; "
+    assert Platform.parse("") is None
+    bare = Platform.parse("optrunner-platform x86_64 glibc 2.36 none 0.0\n")
+    assert bare is not None and bare.python is None and bare.tag("npm") == "x86_64-glibc"
+    assert refusal(spec, bare, "img") == ("installed/mini_swe_agent needs python3 >= 3.10 in the task image; "
                                           "img has none")
+    old = Platform.parse("motd line\noptrunner-platform x86_64 glibc 2.31 /usr/bin/python3 3.8")
+    assert old is not None and old.version == (3, 8) and old.tag("pypi") == "py38-x86_64"
     assert "img has 3.8 (/usr/bin/python3)" in (refusal(spec, old, "img") or "")
-    fine = Interpreter.parse("/usr/local/bin/python3 3.11 aarch64 2.36")
-    assert fine is not None and refusal(spec, fine, "img") is None and fine.tag == "py311-aarch64"
+    musl = Platform.parse("optrunner-platform aarch64 musl 0.0 /usr/bin/python3 3.12")
+    assert musl is not None and "glibc" in (refusal(spec, musl, "img") or "")
+    fine = Platform.parse("optrunner-platform aarch64 glibc 2.36 /usr/local/bin/python3 3.11")
+    assert fine is not None and refusal(spec, fine, "img") is None and fine.tag("pypi") == "py311-aarch64"
+
+
+@pytest.mark.docker
+def test_the_probe_reads_a_real_image() -> None:
+    from harness.sandbox.interface import SandboxLimits
+    from harness.sandbox.providers import provider
+    from scaffolds.installed.packages import PROBE
+    from tests.docker_support import smoke_task, task_image
+
+    box = provider("docker").start(task_image(smoke_task()), SandboxLimits())
+    try:
+        found = Platform.parse(box.exec(PROBE, timeout=60).output)
+    finally:
+        box.close()
+    assert found is not None and found.libc == "glibc" and found.glibc >= (2, 17) and found.version >= (3, 10)
+    assert found.python is not None and found.python.startswith("/usr")
 
 
 def test_the_launcher_puts_only_the_agents_folder_before_the_standard_library(tmp_path: Path) -> None:

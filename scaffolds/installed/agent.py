@@ -240,7 +240,7 @@ def prepare_images(agent: str, images: Mapping[str, str], provider: Any,
     """Each task's agent image with the agent's folder added (task id -> image), installed from its
     registry on this machine for the image's interpreter; ValueError (one line) when an image cannot run it."""
     from harness.sandbox.interface import SandboxLimits
-    from scaffolds.installed.packages import PROBE, Interpreter, ensure_folder, refusal
+    from scaffolds.installed.packages import PROBE, Platform, ensure_folder, refusal
 
     spec = agent_spec(agent)
     out: dict[str, str] = {}
@@ -249,7 +249,7 @@ def prepare_images(agent: str, images: Mapping[str, str], provider: Any,
         if image not in made:
             box = provider.start(image, SandboxLimits())
             try:
-                found = Interpreter.parse(box.exec(PROBE, timeout=60).output)
+                found = Platform.parse(box.exec(PROBE, timeout=60).output)
             finally:
                 box.close()
             why = refusal(spec, found, image)
@@ -258,10 +258,11 @@ def prepare_images(agent: str, images: Mapping[str, str], provider: Any,
             assert found is not None
             folder = ensure_folder(spec, found, log)
             dest = f"{INSTALL_ROOT}/{spec.name}"
-            # byte code compiled once, by the image's own interpreter (the agent runs with -B: a rollout
-            # writes none, so its sandbox's layer stays small and is removed fast)
+            # a Python agent's byte code compiled once, by the image's own interpreter (it runs with -B: a
+            # rollout writes none, so its sandbox's layer stays small and is removed fast)
+            then = (f"{found.python} -m compileall -q -j 0 {dest}/lib > /dev/null || true"
+                    if spec.registry == "pypi" else "")
             made[image] = provider.add_folder(image, folder, dest, f"installed-{spec.name.replace('_', '-')}", log,
-                                              then=f"{found.path} -m compileall -q -j 0 {dest}/lib > /dev/null "
-                                                   "|| true")
+                                              then=then)
         out[task_id] = made[image]
     return out

@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,11 +24,14 @@ from pathlib import Path
 from scaffolds.installed.agents import AgentSpec
 
 STAMP = ".complete"
-# Probes an image's interpreter: the system's python3 (never a task's virtualenv, which may be older)
-PROBE = ("for p in /usr/local/bin/python3 /usr/bin/python3 $(command -v python3); do [ -x \"$p\" ] && "
-         "exec \"$p\" -I -S -c 'import os, platform, sys; print(sys.executable, \"%d.%d\" % sys.version_info[:2], "
-         "platform.machine(), (os.confstr(\"CS_GNU_LIBC_VERSION\") or \"glibc 0.0\").split()[-1])'; done; "
-         "echo none")
+# What an image is, asked with its own shell (an agent from npm needs no Python): machine, C library and
+# its version, the system's python3 (never a task's virtualenv, which may be older) and its version.
+PROBE = ("m=$(uname -m); libc=glibc; v=$(getconf GNU_LIBC_VERSION 2>/dev/null | cut -d' ' -f2); "
+         "if [ -z \"$v\" ]; then v=0.0; ls /lib/ld-musl-* >/dev/null 2>&1 && libc=musl; fi; py=none; pv=0.0; "
+         "for p in /usr/local/bin/python3 /usr/bin/python3 $(command -v python3); do if [ -x \"$p\" ]; then "
+         "py=$p; pv=$(\"$p\" -I -S -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])') && break; fi; done; "
+         "echo \"optrunner-platform $m $libc $v $py $pv\"")
+NPM_ARCH = {"x86_64": "x64", "aarch64": "arm64"}  # npm's names for the machines its native packages build for
 
 
 def cache_root() -> Path:
@@ -35,38 +39,51 @@ def cache_root() -> Path:
 
 
 @dataclass(frozen=True)
-class Interpreter:
-    path: str  # inside the image
-    version: tuple[int, int]
+class Platform:
+    """A task image as an agent's install sees it."""
     machine: str  # x86_64, aarch64
-    glibc: tuple[int, int]
+    libc: str  # glibc or musl
+    glibc: tuple[int, int]  # (0, 0) for musl
+    python: str | None  # the system's python3 inside the image, if any
+    version: tuple[int, int]  # its version ((0, 0) without one)
 
     @classmethod
-    def parse(cls, output: str) -> "Interpreter | None":
-        """From PROBE's output; None when the image has no python3."""
-        words = output.strip().splitlines()[-1].split() if output.strip() else []
-        if len(words) != 4:
+    def parse(cls, output: str) -> "Platform | None":
+        """From PROBE's output; None when it did not answer."""
+        line = next((ln for ln in output.splitlines() if ln.startswith("optrunner-platform ")), "")
+        words = line.split()[1:]
+        if len(words) != 5:
             return None
-        major, minor = (int(x) for x in words[1].split("."))
-        libc = tuple(int(x) for x in words[3].split(".")[:2])
-        return cls(words[0], (major, minor), words[2], (libc[0], libc[1]) if len(libc) == 2 else (0, 0))
+        machine, libc, libc_version, python, version = words
+        return cls(machine, libc, _pair(libc_version), None if python == "none" else python, _pair(version))
 
-    @property
-    def tag(self) -> str:
-        return f"py{self.version[0]}{self.version[1]}-{self.machine}"
+    def tag(self, registry: str) -> str:
+        """What an installed folder depends on: the interpreter (PyPI wheels) or the machine and C library."""
+        if registry == "pypi":
+            return f"py{self.version[0]}{self.version[1]}-{self.machine}"
+        return f"{self.machine}-{self.libc}"
 
 
-def refusal(spec: AgentSpec, found: Interpreter | None, image: str) -> str | None:
+def _pair(text: str) -> tuple[int, int]:
+    parts = [int(x) for x in text.split(".")[:2] if x.isdigit()]
+    return (parts + [0, 0])[0], (parts + [0, 0])[1]
+
+
+def refusal(spec: AgentSpec, found: Platform | None, image: str) -> str | None:
     """Why the agent cannot run in this image (one line), or None."""
-    if spec.registry != "pypi":
+    if found is None:
+        return f"installed/{spec.name}: the task image {image} did not answer what it is (no POSIX shell?)"
+    if spec.registry == "npm":
+        if found.machine not in NPM_ARCH:
+            return f"installed/{spec.name} ships no build for {found.machine} (task image {image})"
         return None
     need = ".".join(map(str, spec.python))
-    if found is None:
+    if found.python is None:
         return f"installed/{spec.name} needs python3 >= {need} in the task image; {image} has none"
     if found.version < spec.python:
         return (f"installed/{spec.name} needs python3 >= {need} in the task image; {image} has "
-                f"{found.version[0]}.{found.version[1]} ({found.path})")
-    if found.glibc < (2, 17):
+                f"{found.version[0]}.{found.version[1]} ({found.python})")
+    if found.libc != "glibc" or found.glibc < (2, 17):
         return f"installed/{spec.name} needs glibc >= 2.17 (manylinux wheels) in the task image; {image} has none"
     return None
 
@@ -81,29 +98,23 @@ def launcher(spec: AgentSpec) -> str:
             f"{function}()\n")
 
 
-def ensure_folder(spec: AgentSpec, found: Interpreter, log=print) -> Path:  # noqa: ANN001 - a print-like
-    """The agent's folder for this interpreter, installed from its registry on this machine once."""
-    folder = cache_root() / f"{spec.name}-{spec.version}-{found.tag}"
+def ensure_folder(spec: AgentSpec, found: Platform, log=print) -> Path:  # noqa: ANN001 - a print-like
+    """The agent's folder for this image's platform, installed from its registry on this machine once."""
+    folder = cache_root() / f"{spec.name}-{spec.version}-{found.tag(spec.registry)}"
     if (folder / STAMP).exists():
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
-    log(f"installing {spec.package} for Python {found.version[0]}.{found.version[1]} ({found.machine}) "
-        f"from {spec.registry} into {folder} (once)")
+    package = spec.package.format(arch=NPM_ARCH.get(found.machine, found.machine),
+                                  musl="-musl" if found.libc == "musl" else "")
+    log(f"installing {package} ({found.tag(spec.registry)}) from {spec.registry} into {folder} (once)")
     work = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
     try:
-        # every manylinux tag up to the image's glibc: pip takes the newest wheel that runs there
-        platforms = [f"manylinux_{found.glibc[0]}_{found.glibc[1]}_{found.machine}", f"manylinux2014_{found.machine}"]
-        cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
-               "--target", str(work / "lib"), "--only-binary=:all:", "--implementation", "cp",
-               "--python-version", f"{found.version[0]}.{found.version[1]}",
-               *(arg for p in platforms for arg in ("--platform", p)), spec.package]
-        done = subprocess.run(cmd, capture_output=True, text=True)
-        if done.returncode != 0:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["(no output)"]
-            raise RuntimeError(f"installing {spec.package} from {spec.registry} failed: {tail[0][:300]}")
-        (work / "launch.py").write_text(launcher(spec))
-        (work / "python").write_text(found.path + "\n")
-        (work / STAMP).write_text(f"{spec.package}\n")
+        if spec.registry == "pypi":
+            _pip(package, found, work)
+            (work / "launch.py").write_text(launcher(spec))
+        else:
+            _npm(package, work)
+        (work / STAMP).write_text(f"{package}\n")
         os.chmod(work, 0o755)
         if folder.exists():  # a half-made folder from an interrupted install
             shutil.rmtree(folder)
@@ -112,3 +123,33 @@ def ensure_folder(spec: AgentSpec, found: Interpreter, log=print) -> Path:  # no
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
     return folder
+
+
+def _run(cmd: list[str], what: str, cwd: Path | None = None) -> None:
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["(no output)"]
+        raise RuntimeError(f"installing {what} failed: {tail[0][:300]}")
+
+
+def _pip(package: str, found: Platform, work: Path) -> None:
+    """Wheels for the image's interpreter, machine and glibc (the newest manylinux tag it runs)."""
+    assert found.python is not None
+    platforms = [f"manylinux_{found.glibc[0]}_{found.glibc[1]}_{found.machine}", f"manylinux2014_{found.machine}"]
+    _run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
+          "--target", str(work / "lib"), "--only-binary=:all:", "--implementation", "cp",
+          "--python-version", f"{found.version[0]}.{found.version[1]}",
+          *(arg for p in platforms for arg in ("--platform", p)), package], f"{package} from PyPI")
+    (work / "python").write_text(found.python + "\n")
+
+
+def _npm(package: str, work: Path) -> None:
+    """The package's own tarball (a native build: no Node is needed in the image), unpacked as `package/`."""
+    npm = shutil.which("npm")
+    if npm is None:
+        raise RuntimeError(f"installing {package} needs npm on this machine (it fetches from the npm registry)")
+    _run([npm, "pack", "--silent", package], f"{package} from npm", cwd=work)
+    (tarball,) = work.glob("*.tgz")
+    with tarfile.open(tarball) as tar:
+        tar.extractall(work, filter="data")
+    tarball.unlink()
