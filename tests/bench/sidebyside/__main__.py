@@ -1,4 +1,5 @@
-"""Side by side with upstream: our mini_swe and terminus vs mini-swe-agent and terminus-2 on identical replies.
+"""Side by side with upstream: our mini_swe and terminus vs mini-swe-agent and terminus-2 on identical replies
+(and, for mini's tool mode, vs upstream mini-swe-agent installed in the sandbox: `scaffold=installed/...`).
 
 `python -m tests.bench.sidebyside` runs every case on both sides and prints the comparison table.
 
@@ -23,6 +24,7 @@ from harness.sandbox.docker.images import BaseImageSpec  # noqa: E402
 from harness.sandbox.docker.task_images import ensure_images  # noqa: E402
 from harness.tasks import select_tasks  # noqa: E402
 from tests.bench.sidebyside.compare import Comparison, compare, table  # noqa: E402
+from tests.bench.sidebyside.installed import run_installed  # noqa: E402
 from tests.bench.sidebyside.scripts import CASES  # noqa: E402
 from tests.bench.sidebyside.sides import run_ours, run_upstream  # noqa: E402
 from tests.openai_server import OpenAIServer  # noqa: E402
@@ -42,6 +44,8 @@ def main(argv: list[str] | None = None) -> list[Comparison]:
     parser.add_argument("--scaffold", choices=sorted(CASES), action="append",
                         help="only this scaffold (repeatable; default: all)")
     parser.add_argument("--json", type=Path, help="where to write the per-step record")
+    parser.add_argument("--no-installed", action="store_true",
+                        help="leave out the row of upstream mini-swe-agent installed in the sandbox")
     args = parser.parse_args(argv)
     started = time.time()
     ensure_engine()
@@ -66,6 +70,16 @@ def main(argv: list[str] | None = None) -> list[Comparison]:
                     continue
                 print(f"{len(upstream.steps)} steps, {upstream.exit_reason}", flush=True)
                 comparisons.append(compare(case.name, ours, upstream, case.scaffold))
+                if case.scaffold == "mini_swe" and case.mode == "tool" and not args.no_installed:
+                    print(f"- {case.name}: upstream installed in the sandbox ...", end=" ", flush=True)
+                    try:
+                        installed = run_installed(case, server, image, task)
+                    except Exception as exc:  # noqa: BLE001 - as above
+                        print(f"skipped: {type(exc).__name__}: {str(exc).strip()[:600]}")
+                        skipped.append(f"{case.name} (installed)")
+                        continue
+                    print(f"{len(installed.steps)} steps, {installed.exit_reason}", flush=True)
+                    comparisons.append(compare(f"{case.name} installed", ours, installed, case.scaffold))
     print()
     print(table(comparisons))
     for name in skipped:
