@@ -83,6 +83,7 @@ bench: images browser
 	$(PY) -m tests.bench
 	$(PY) -m tests.bench.scaffolds
 	$(PY) -m tests.bench.sidebyside
+	$(PY) -m tests.bench.gateway
 	$(PY) -m tests.bench.runner
 	$(PY) -m tests.bench.grading $(if $(FULL),--full,)
 	$(PY) -m tests.bench.sessions
