@@ -562,3 +562,75 @@ def test_overhead_helper_measures_the_gateways_own_time() -> None:
         for wire in ("openai_chat", "anthropic_messages", "openai_responses"):
             median = overhead_ms(gateway, 10, wire=wire, stream=wire == "openai_responses", turns=5)
             assert 0 < median < 5000
+
+
+# ---------------------------------------------------------------- Responses: Codex's namespaces and tool search
+CRM = {"type": "namespace", "name": "crm", "description": "The CRM.", "tools": [
+    {"type": "function", "name": "lookup", "description": "Find a customer.", "parameters": SCHEMA},
+    {"type": "function", "name": "notes", "description": "A customer's notes.", "parameters": SCHEMA,
+     "defer_loading": True}]}
+SEARCH = {"type": "tool_search", "execution": "client", "description": "Find more tools.",
+          "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}
+
+
+def _responses(url: str, token: str, body: dict[str, Any]) -> dict[str, Any]:
+    status, _headers, data = post(url, "/v1/responses", {"model": "m", **body}, {"Authorization": f"Bearer {token}"})
+    assert status == 200, data
+    return json.loads(data)
+
+
+def test_responses_namespaced_tool_calls_go_back_under_their_namespace(gw: tuple[Gateway, str]) -> None:
+    # the bridge offers a namespace's functions as `<namespace>__<name>`; Codex routes a call by both parts
+    gateway, url = gw
+    handler = Recorder([{"raw": {"content": "", "tool_calls": [{"name": "crm__lookup", "arguments": LS}]}}])
+    token = gateway.open(handler)
+    reply = _responses(url, token, {"input": "Find Ada.", "tools": [CRM, *RESPONSES_TOOLS]})
+    (item,) = reply["output"]
+    assert (item["type"], item["name"], item["namespace"], item["arguments"]) == ("function_call", "lookup", "crm", LS)
+    offered = [t["function"]["name"] for t in handler.seen[0][1] or []]
+    assert "crm__lookup" in offered and "bash" in offered
+
+
+def test_responses_client_tool_search_is_a_function_whose_calls_go_back_to_the_client(
+        gw: tuple[Gateway, str]) -> None:
+    # Codex runs its tool search itself (`execution: "client"`): the model sees a `tool_search` function, its
+    # call goes back as a `tool_search_call`, and the tools the client then loads are offered from there on
+    gateway, url = gw
+    query = json.dumps({"query": "notes"})
+    handler = Recorder([{"raw": {"content": "", "tool_calls": [{"name": "tool_search", "arguments": query}]}},
+                        text_step("Done.")])
+    token = gateway.open(handler)
+    tools = [*RESPONSES_TOOLS, CRM, SEARCH]
+    body = {"model": "m", "input": "Notes?", "tools": tools, "stream": True}
+    status, _headers, data = post(url, "/v1/responses", body, {"Authorization": f"Bearer {token}"})
+    assert status == 200
+    sent = events(data)
+    item = next(d["item"] for name, d in sent if name == "response.output_item.done")
+    assert (item["type"], item["execution"], item["arguments"]) == ("tool_search_call", "client", {"query": "notes"})
+    assert sent[-1][1]["response"]["output"] == [item]
+    offered = {t["function"]["name"] for t in handler.seen[0][1] or []}
+    assert offered == {"bash", "crm__lookup", "tool_search"}  # a deferred tool waits for a search
+    loaded = {"type": "namespace", "name": "crm", "description": "The CRM.", "tools": [CRM["tools"][1]]}
+    _responses(url, token, {"tools": tools, "input": [
+        {"type": "message", "role": "user", "content": "Notes?"},
+        {"type": "tool_search_call", "call_id": item["call_id"], "execution": "client", "arguments": {"query": "notes"},
+         "status": "completed"},
+        {"type": "tool_search_output", "call_id": item["call_id"], "execution": "client", "status": "completed",
+         "tools": [loaded]}]})
+    messages, tools, _params = handler.seen[1]
+    assert messages[1]["tool_calls"][0]["function"] == {"name": "tool_search", "arguments": query}
+    assert messages[2]["role"] == "tool" and "crm__notes" in messages[2]["content"]
+    assert "crm__notes" in {t["function"]["name"] for t in tools or []}
+
+
+def test_responses_additional_tools_items_join_the_tools(gw: tuple[Gateway, str]) -> None:
+    # a tool list sent as an input item (how Codex adds tools mid-conversation) is offered like `tools`
+    gateway, url = gw
+    handler = Recorder([{"raw": {"content": "", "tool_calls": [{"name": "tool_search", "arguments": "{}"}]}}])
+    token = gateway.open(handler)
+    reply = _responses(url, token, {"tools": RESPONSES_TOOLS, "input": [
+        {"type": "message", "role": "user", "content": "Go."}, {"type": "additional_tools", "tools": [CRM, SEARCH]}]})
+    assert reply["output"][0]["type"] == "tool_search_call"  # the search came in the item and is still the client's
+    messages, tools, _params = handler.seen[0]
+    assert messages == [{"role": "user", "content": "Go."}]
+    assert [t["function"]["name"] for t in tools or []] == ["bash", "crm__lookup", "tool_search"]

@@ -5,7 +5,12 @@ one litellm uses to serve `responses()` from chat-only providers): `instructions
 or items (messages with input_text / output_text / images, function_call, function_call_output,
 reasoning, and Codex's freeform `custom` tools, which become function tools with one `content`
 string). The reply is written here from the `ModelReply` (the bridge's reply direction wants a litellm
-`ModelResponse`); a call of a custom tool goes back as a `custom_tool_call` with its raw input.
+`ModelResponse`); a call of a custom tool goes back as a `custom_tool_call` with its raw input, and a call
+of a tool inside a `namespace` tool (which the bridge offers the model as `<namespace>__<name>`) goes back
+under its own name with its `namespace`, as Codex's tool router looks it up. As litellm's own handler
+does, tool lists sent as `additional_tools` input items join the tools, and a `tool_search` tool that the
+client runs itself (`execution: "client"`, Codex's search over its deferred tools) is offered as a function;
+its call goes back as a `tool_search_call` and its `tool_search_output` replays as that function's result.
 
 Stateless: `previous_response_id` is refused with a 400. Codex CLI over HTTP sends `store: false` and
 the whole conversation in `input` on every turn (openai/codex issues #3841 and #4047: it stopped using
@@ -14,6 +19,7 @@ and an HTTP gateway never sees that.
 """
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
@@ -29,16 +35,30 @@ _bridge: Any = None
 _lock = threading.Lock()
 
 
-def bridge() -> tuple[Any, Any]:
-    """litellm's Responses bridge and its custom-tool helpers, imported on first use."""
+class _Bridge:
+    """litellm's Responses bridge and the helpers its own `responses()` handler runs before it."""
+
+    def __init__(self) -> None:
+        litellm_module()
+        from litellm.responses import additional_tools
+        from litellm.responses.litellm_completion_transformation import (client_tool_search, custom_tools,
+                                                                           tool_search)
+        from litellm.responses.litellm_completion_transformation.transformation import (
+            LiteLLMCompletionResponsesConfig)
+        self.config = LiteLLMCompletionResponsesConfig
+        self.custom_tools = custom_tools
+        self.hoist = additional_tools.hoist_additional_tools
+        self.bridge_search = client_tool_search.bridge_client_tool_search
+        self.has_client_search = tool_search.has_client_tool_search
+        self.search_name = tool_search.CLIENT_TOOL_SEARCH_FUNCTION_NAME
+
+
+def bridge() -> _Bridge:
+    """The bridge, imported on first use."""
     global _bridge
     with _lock:
         if _bridge is None:
-            litellm_module()
-            from litellm.responses.litellm_completion_transformation import custom_tools
-            from litellm.responses.litellm_completion_transformation.transformation import (
-                LiteLLMCompletionResponsesConfig)
-            _bridge = (LiteLLMCompletionResponsesConfig, custom_tools)
+            _bridge = _Bridge()
         return _bridge
 
 
@@ -57,6 +77,14 @@ def _without_index(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if isinstance(call, dict):
                 call.pop("index", None)
     return messages
+
+
+def _arguments(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def responses_usage(reply: ModelReply) -> dict[str, Any]:
@@ -80,12 +108,21 @@ class OpenAIResponses(Wire):
         if not isinstance(given, (str, list)) or not given:
             raise Refused("`input` must be a non-empty string or list of items")
         tools_given = require_list(body, "tools", optional=True) or []
-        config, custom_tools = bridge()
+        b = bridge()
         try:
-            messages = config.transform_responses_api_input_to_messages(
+            # as litellm's own handler does first: tool lists sent as input items join `tools`, and a
+            # client-run `tool_search` (Codex's) becomes a function tool whose calls and outputs replay
+            # as function calls
+            hoisted = b.hoist(given, tools_given, drop_params=True)
+            searched = b.bridge_search(hoisted.input, hoisted.tools)
+            given, tools_given = searched.input, list(searched.tools)
+            messages = b.config.transform_responses_api_input_to_messages(
                 given, pick(body, "instructions"), replay_reasoning=True)
-            tools, _web_search = config.transform_responses_api_tools_to_chat_completion_tools(tools_given)
-            custom = set(custom_tools.extract_custom_tool_names(tools_given))
+            tools, _web_search = b.config.transform_responses_api_tools_to_chat_completion_tools(tools_given)
+            custom = set(b.custom_tools.extract_custom_tool_names(tools_given))
+            namespaced = dict(b.config.namespace_tool_name_map(tools_given))  # chat name -> (namespace, name)
+            # a client-run search may itself come in an additional_tools item: looked for after hoisting
+            search = b.search_name if b.has_client_search(tools_given) else None
         except Exception as exc:  # noqa: BLE001 - the bridge raises litellm's and Python's errors alike
             raise Refused(f"the request is not a valid Responses request: {exc}") from None
         params = pick(body, "model", "temperature", "top_p", "parallel_tool_calls", "reasoning", "text")
@@ -95,10 +132,11 @@ class OpenAIResponses(Wire):
             params["tool_choice"] = _chat_tool_choice(body["tool_choice"])
         return WireRequest(messages=_without_index(plain(messages)), tools=plain(tools) or None, params=params,
                            stream=bool(body.get("stream")), model=str(body.get("model") or ""),
-                           extra={"custom": custom, "echo": pick(body, *ECHOED)})
+                           extra={"custom": custom, "namespaced": namespaced, "search": search,
+                                  "echo": pick(body, *ECHOED)})
 
     def reply(self, request: WireRequest, reply: ModelReply) -> dict[str, Any]:
-        _config, custom_tools = bridge()
+        custom_tools = bridge().custom_tools
         output: list[dict[str, Any]] = []
         if reply.content:
             output.append({"type": "message", "id": new_id("msg_"), "status": "completed", "role": "assistant",
@@ -108,9 +146,15 @@ class OpenAIResponses(Wire):
                 output.append({"type": "custom_tool_call", "id": new_id("ctc_"), "call_id": call.id,
                                "name": call.name, "input": custom_tools.unwrap_custom_tool_arguments(call.arguments),
                                "status": "completed"})
+            elif call.name == request.extra.get("search"):  # the client runs the search: it gets the call
+                output.append({"type": "tool_search_call", "id": new_id("tsc_"), "call_id": call.id,
+                               "arguments": _arguments(call.arguments), "execution": "client",
+                               "status": "completed"})
             else:
-                output.append({"type": "function_call", "id": new_id("fc_"), "call_id": call.id, "name": call.name,
-                               "arguments": call.arguments, "status": "completed"})
+                namespace, name = request.extra.get("namespaced", {}).get(call.name, (None, call.name))
+                output.append({"type": "function_call", "id": new_id("fc_"), "call_id": call.id, "name": name,
+                               **({"namespace": namespace} if namespace else {}), "arguments": call.arguments,
+                               "status": "completed"})
         cut = finish_reason(reply) == "length"
         echo = request.extra.get("echo") or {}
         return {"id": new_id("resp_"), "object": "response", "created_at": now(),
@@ -147,6 +191,8 @@ class OpenAIResponses(Wire):
                       item={**item, "status": "in_progress", "arguments": ""})
                 event("response.function_call_arguments.delta", **at, delta=item["arguments"])
                 event("response.function_call_arguments.done", **at, name=item["name"], arguments=item["arguments"])
+            elif item["type"] == "tool_search_call":  # whole, as OpenAI streams it: no argument deltas
+                event("response.output_item.added", output_index=i, item={**item, "status": "in_progress"})
             else:  # a custom tool's call
                 event("response.output_item.added", output_index=i, item={**item, "status": "in_progress", "input": ""})
                 event("response.custom_tool_call_input.delta", **at, delta=item["input"])
