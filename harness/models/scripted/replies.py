@@ -7,8 +7,11 @@ import base64
 import json
 from typing import Any
 
+from harness.models.scripted import cli_replies
+
 SUBMIT_SENTINEL = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
-FORMATS = ("codeact_fc", "codeact_text", "mini_tool", "mini_text", "terminus_json", "terminus_xml")
+FORMATS = ("codeact_fc", "codeact_text", "mini_tool", "mini_text", "terminus_json", "terminus_xml",
+           *cli_replies.MODULES)
 
 
 # ---------------------------------------------------------------- reading the request
@@ -21,6 +24,8 @@ def _text(message: dict[str, Any]) -> str:
 
 def detect_format(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
     names = {t.get("function", {}).get("name") for t in tools or []}
+    if (agent := cli_replies.detect(names)) is not None:  # an installed agent CLI's own tools
+        return agent
     if "execute_bash" in names:
         return "codeact_fc"
     if "bash" in names:
@@ -85,6 +90,8 @@ def render(step: dict[str, Any], fmt: str) -> Reply:
     if "raw" in step:
         raw = step["raw"]
         return raw.get("content", ""), list(raw.get("tool_calls") or [])
+    if fmt in cli_replies.MODULES:
+        return cli_replies.module(fmt).render(step)
     if "fault" in step:
         return _fault(step["fault"], fmt)
     if "bash" in step:
