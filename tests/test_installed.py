@@ -47,7 +47,7 @@ def test_upstream_mini_swe_agent_solves_a_task_through_the_gateway(tmp_path: Pat
 @pytest.mark.docker
 @pytest.mark.parametrize(("limit", "reason", "answered"), [
     ("budget.max_steps=3", "step_limit", 3),
-    ("budget.max_cost_usd=0.003", "cost_limit", 2),
+    pytest.param("budget.max_cost_usd=0.003", "cost_limit", 2, marks=pytest.mark.slow),  # (same path as steps)
 ])
 def test_a_limit_refuses_the_next_call_and_stops_the_agent(tmp_path: Path, limit: str, reason: str,
                                                            answered: int) -> None:
@@ -73,6 +73,7 @@ def test_the_agents_own_step_limit_is_ours(tmp_path: Path) -> None:
 
 
 @pytest.mark.docker
+@pytest.mark.slow
 def test_a_sweep_mixes_our_scaffold_and_an_installed_agent(tmp_path: Path) -> None:
     done = runner("-m", "scaffold=mini_swe,installed/mini_swe_agent", "model=noop", "tasks=smoke",
                   "tasks.ids=[rollstats]", "rollouts=1", "grade=none", "sweep_name=mix", out=tmp_path, timeout=900)
@@ -125,4 +126,5 @@ def test_an_unknown_installed_agent_is_one_line(tmp_path: Path) -> None:
     done = runner("scaffold=installed/mini_swe_agent", "scaffold.options.agent=nope", "model=noop", "tasks=smoke",
                   out=tmp_path, timeout=300)
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert "unknown installed agent 'nope'; known: mini_swe_agent" in done.stderr.strip().splitlines()[-1]
+    last = done.stderr.strip().splitlines()[-1]
+    assert "unknown installed agent 'nope'; known: mini_swe_agent, claude_code, codex" in last

@@ -38,6 +38,7 @@ from scaffolds.prompts import render_template
 from scaffolds.recorder import Recorder
 
 LOG_CAP = 1 << 20  # bytes of each agent log file kept in the trajectory
+LOG_FILES = 20  # files a log pattern may name
 KILL_AGENT = "pkill -TERM -f {folder}/ ; sleep 2; pkill -KILL -f {folder}/ ; true"
 
 
@@ -206,14 +207,28 @@ class InstalledScaffold:
         raise Submitted("the agent exited with status 0")
 
     def _collect_logs(self, sandbox: Sandbox, rec: Recorder) -> None:
+        """The agent's own log files (`spec.logs`; a pattern names the files it matches, at most
+        LOG_FILES of them), each cut at LOG_CAP bytes."""
         logs: dict[str, str] = {}
         for path in self.spec.logs:
-            try:
-                data = sandbox.read_file(path)
-            except (FileNotFoundError, IsADirectoryError, SandboxError):
-                continue
-            logs[path] = data[:LOG_CAP].decode("utf-8", errors="replace")
+            for found in _matches(sandbox, path)[:LOG_FILES]:
+                try:
+                    data = sandbox.read_file(found)
+                except (FileNotFoundError, IsADirectoryError, SandboxError):
+                    continue
+                logs[found] = data[:LOG_CAP].decode("utf-8", errors="replace")
         rec.details["agent_logs"] = logs
+
+
+def _matches(sandbox: Sandbox, path: str) -> list[str]:
+    """`path` itself, or the files a pattern in it (`*`, `?`, `[`) matches inside the sandbox."""
+    if not any(c in path for c in "*?["):
+        return [path]
+    try:
+        done = sandbox.exec(f'for f in {path}; do [ -f "$f" ] && printf "%s\\n" "$f"; done; true', timeout=30)
+    except SandboxError:
+        return []
+    return [line for line in done.output.splitlines() if line.startswith("/")]
 
 
 def _served_name(model: Model) -> str:

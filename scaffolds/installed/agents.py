@@ -7,6 +7,7 @@ gateway. `command` writes that start as one shell command; everything it is give
 """
 from __future__ import annotations
 
+import importlib
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,11 +33,11 @@ class Launch:
 @dataclass(frozen=True)
 class AgentSpec:
     name: str
-    registry: str  # "pypi" (and, next, "npm")
-    package: str  # the requirement, version pinned
+    registry: str  # "pypi" or "npm"
+    package: str  # the requirement, version pinned; npm: {arch} (x64, arm64) and {musl} ("" or "-musl") filled in
     version: str
-    module: str  # pypi: what the launcher runs (`module:function`)
-    python: tuple[int, int]  # the oldest Python the agent runs on
+    module: str  # pypi: what the launcher runs (`module:function`); npm: "" (a native build runs)
+    python: tuple[int, int]  # pypi: the oldest Python the agent runs on; npm: (0, 0)
     wire: str  # the gateway endpoint its calls use: openai_chat | anthropic_messages | openai_responses
     step: str  # what the agent counts as a step (docs; the gateway counts model calls)
     command: Callable[[Launch], str]
@@ -60,16 +61,23 @@ def _mini_swe_agent(launch: Launch) -> str:
             f"{' '.join(shlex.quote(a) for a in args)} -t \"$(cat {TASK_FILE})\"")
 
 
-AGENTS: dict[str, AgentSpec] = {
-    "mini_swe_agent": AgentSpec(
-        name="mini_swe_agent", registry="pypi", package="mini-swe-agent==2.4.6", version="2.4.6",
-        module="minisweagent.run.mini:app", python=(3, 10), wire="openai_chat",
-        step="a model call (its `agent.step_limit`)", command=_mini_swe_agent,
-        logs=(f"{AGENT_HOME}/mini.traj.json",)),
+MINI_SWE_AGENT = AgentSpec(
+    name="mini_swe_agent", registry="pypi", package="mini-swe-agent==2.4.6", version="2.4.6",
+    module="minisweagent.run.mini:app", python=(3, 10), wire="openai_chat",
+    step="a model call (its `agent.step_limit`)", command=_mini_swe_agent, logs=(f"{AGENT_HOME}/mini.traj.json",))
+
+# name -> where its spec is (`module:NAME`), imported when asked for
+AGENTS = {
+    "mini_swe_agent": "scaffolds.installed.agents:MINI_SWE_AGENT",
+    "claude_code": "scaffolds.installed.claude_code:SPEC",
+    "codex": "scaffolds.installed.codex:SPEC",
 }
 
 
 def agent_spec(name: str) -> AgentSpec:
     if name not in AGENTS:
         raise ValueError(f"unknown installed agent {name!r}; known: {', '.join(AGENTS)}")
-    return AGENTS[name]
+    module, _, attribute = AGENTS[name].partition(":")
+    spec = getattr(importlib.import_module(module), attribute)
+    assert isinstance(spec, AgentSpec) and spec.name == name
+    return spec
