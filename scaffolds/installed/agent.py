@@ -23,6 +23,7 @@ import shlex
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from harness.models.gateway import Gateway, GatewayCall, Refused
@@ -30,13 +31,14 @@ from harness.models.model import Model
 from harness.models.records import ModelReply
 from harness.sandbox.interface import Listenable, Sandbox, SandboxError
 from harness.tasks.task import Task
-from scaffolds.episode import Episode, EpisodeEnd, LimitReached, Observation
+from scaffolds.episode import Episode, EpisodeEnd, LimitReached, Observation, Submitted
 from scaffolds.exits import ExitReason
 from scaffolds.installed.agents import AGENT_HOME, INSTALL_ROOT, TASK_FILE, Launch, agent_spec
 from scaffolds.limits import Limits
 from scaffolds.prompts import render_template
 from scaffolds.recorder import Recorder
 
+PROMPTS = Path(__file__).parent / "prompts"
 LOG_CAP = 1 << 20  # bytes of each agent log file kept in the trajectory
 LOG_FILES = 20  # files a log pattern may name
 KILL_AGENT = "pkill -TERM -f {folder}/ ; sleep 2; pkill -KILL -f {folder}/ ; true"
@@ -130,8 +132,7 @@ class InstalledScaffold:
         self.spec = agent_spec(self.config.agent)
 
     def task_text(self, task: Task, workdir: str) -> str:
-        from pathlib import Path
-        return render_template(Path(__file__).parent / "prompts", "task.j2", **task.prompt_vars(workdir))
+        return render_template(PROMPTS, "task.j2", **task.prompt_vars(workdir))
 
     def run(self, task: Task, sandbox: Sandbox, model: Model, limits: Limits,
             stop: threading.Event | None = None) -> Episode:
@@ -198,12 +199,12 @@ class InstalledScaffold:
             raise done["error"]
         if result is None:
             raise EpisodeEnd("the agent did not exit after it was stopped", ExitReason.ERROR)
-        if result.exit_code == 124 or result.timed_out:
-            raise LimitReached(f"wall-clock limit of {rec.limits.wall_clock_s:g} s reached", ExitReason.TIME_LIMIT)
+        if result.timed_out or result.exit_code == 124 and rec.limits.wall_clock_s is not None:  # timeout(1)'s
+            raise LimitReached(f"wall-clock limit of {rec.limits.wall_clock_s or budget:g} s reached",
+                               ExitReason.TIME_LIMIT)
         if result.exit_code != 0:
             last = (result.output.strip().splitlines() or [""])[-1][:300]
             raise EpisodeEnd(f"the agent exited with status {result.exit_code}: {last}", ExitReason.ERROR)
-        from scaffolds.episode import Submitted
         raise Submitted("the agent exited with status 0")
 
     def _collect_logs(self, sandbox: Sandbox, rec: Recorder) -> None:
