@@ -128,3 +128,14 @@ def test_an_unknown_installed_agent_is_one_line(tmp_path: Path) -> None:
     assert done.returncode == 2 and "Traceback" not in done.stderr
     last = done.stderr.strip().splitlines()[-1]
     assert "unknown installed agent 'nope'; known: mini_swe_agent, claude_code, codex" in last
+
+
+@pytest.mark.docker
+def test_the_wall_clock_stops_an_installed_agent(tmp_path: Path) -> None:
+    done = runner(*MINI, "model=script", "model.steps=[{bash: 'sleep 120'}]", "budget.wall_clock_s=8",
+                  "grade=none", "scaffold.options.args='-c environment.timeout=300'", out=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (record,) = results(run_dir(tmp_path))
+    assert record["exit_reason"] == "time_limit", record["exit_message"]
+    assert record["details"]["agent"]["exit_code"] == 124 and record["wall_time_s"] < 60
+    assert containers_of(done.pid) == []  # type: ignore[attr-defined]
