@@ -114,8 +114,8 @@ class Runner:
         importer = threading.Thread(target=litellm_module, daemon=True)
         importer.start()
         tasks = select(self.conf)  # config errors first: nothing has started yet
-        if self.store.root.is_dir():  # a directory another process holds is refused before the model is
-            self.run_lock.acquire()  # called: the access check is a paid request (a new one is made below)
+        if self.run_lock.path.exists():  # a directory another process holds is refused before the model is
+            self.run_lock.acquire()  # called (a paid request); Hydra's fresh empty one is locked after it
         check = self._check_model()
         # (and enough free disk where sandboxes write and where this run's records go: harness.sandbox.diskcheck)
         self.sandboxes.ensure_ready(disk=self.conf.sandbox.disk, output_dir=self.store.root)

@@ -30,8 +30,10 @@ def _no_containers_of(pid: int) -> bool:
     return not client().containers.list(all=True, filters={"label": owner})
 
 
-@pytest.mark.parametrize("model, scaffold, expected", [("oracle", "mini_swe", 1.0), ("noop", "codeact", 0.0),
-                                                       ("oracle", "terminus", 1.0)])
+@pytest.mark.parametrize("model, scaffold, expected", [
+    ("oracle", "mini_swe", 1.0), ("noop", "codeact", 0.0),
+    pytest.param("oracle", "terminus", 1.0, marks=pytest.mark.slow),  # (CI's time: make bench runs it)
+])
 def test_runner_on_gso_rows(gso: tuple[Path, Path, list[dict]], tmp_path: Path, model: str, scaffold: str,
                             expected: float) -> None:
     rows, mirror, _ = gso

@@ -116,6 +116,7 @@ def test_a_verifier_over_its_time_is_a_clear_status(tmp_path: Path) -> None:
     assert not GradeConfig().matches(report, report["patch_sha256"])  # a stock-timeout run grades it again
 
 
+@pytest.mark.slow  # (CI's time: test_autolab_fixtures grades calibrated tasks end to end; make bench runs this)
 def test_anchors_are_measured_in_the_same_session() -> None:
     task = _task("ctiming")
     image = _images([task])[task.id].agent

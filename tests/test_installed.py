@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.grader.config import MEASURED
+
 from scaffolds.installed.agents import agent_spec
 from scaffolds.installed.packages import Platform, launcher, refusal
 from tests.test_runner import containers_of, results, run_dir, runner
@@ -28,7 +30,8 @@ def test_upstream_mini_swe_agent_solves_a_task_through_the_gateway(tmp_path: Pat
     assert record["details"]["agent"]["exit_code"] == 0 and record["details"]["agent"]["version"] == "2.4.6"
     assert "rollstats/window.py" in record["patch"]
     grading = record["grading"]
-    assert grading["status"] == "passed" and grading["opt_base"], grading
+    # its tests passed and it measured faster (the outside-clock guard is statistical: it may flag when loaded)
+    assert grading["status"] in MEASURED and grading["opt_base"], grading
     # every step is a call the gateway answered, and the record's tokens are the gateway's
     served = _served(record)
     assert record["steps"] == len(served) == record["usage"]["calls"] > 2
@@ -64,6 +67,7 @@ def test_a_limit_refuses_the_next_call_and_stops_the_agent(tmp_path: Path, limit
 
 
 @pytest.mark.docker
+@pytest.mark.slow
 def test_the_agents_own_step_limit_is_ours(tmp_path: Path) -> None:
     done = runner(*MINI, "model=oracle", "grade=none", "budget.max_steps=3", out=tmp_path, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]

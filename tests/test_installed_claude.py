@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.grader.config import MEASURED
+
 from harness.models.scripted import claude_code_replies
 from harness.models.scripted.replies import detect_format, render
 from scaffolds.installed.agents import Launch, agent_spec
@@ -32,7 +34,8 @@ def test_claude_code_solves_a_task_through_the_gateway(tmp_path: Path) -> None:
     assert agent["exit_code"] == 0 and agent["version"] == "2.1.332" and agent["registry"] == "npm"
     assert "rollstats/window.py" in record["patch"]
     grading = record["grading"]
-    assert grading["status"] == "passed" and grading["opt_base"], grading
+    # its tests passed and it measured faster (the outside-clock guard is statistical: it may flag when loaded)
+    assert grading["status"] in MEASURED and grading["opt_base"], grading
     # every step is a call the gateway answered (no side calls), and the record's tokens are the gateway's
     calls = record["details"]["gateway_calls"]
     assert calls == _served(record) and record["steps"] == len(calls) == record["usage"]["calls"] > 2
@@ -73,6 +76,7 @@ def test_a_limit_refuses_the_next_call_and_stops_the_agent(tmp_path: Path, limit
 
 
 @pytest.mark.docker
+@pytest.mark.slow
 def test_claude_codes_own_turn_limit_is_ours(tmp_path: Path) -> None:
     done = runner(*CLAUDE, "model=oracle", "grade=none", "budget.max_steps=2", out=tmp_path, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.grader.config import MEASURED
+
 from harness.models.scripted import codex_replies
 from harness.models.scripted.replies import detect_format, render
 from scaffolds.installed.agents import Launch, agent_spec
@@ -33,7 +35,8 @@ def test_codex_solves_a_task_through_the_gateway(tmp_path: Path) -> None:
     assert agent["exit_code"] == 0 and agent["version"] == "0.171.0" and agent["registry"] == "npm"
     assert "rollstats/window.py" in record["patch"]
     grading = record["grading"]
-    assert grading["status"] == "passed" and grading["opt_base"], grading
+    # its tests passed and it measured faster (the outside-clock guard is statistical: it may flag when loaded)
+    assert grading["status"] in MEASURED and grading["opt_base"], grading
     # every step is a call the gateway answered (no side calls), and the record's tokens are the gateway's
     calls = record["details"]["gateway_calls"]
     assert calls == _served(record) and record["steps"] == len(calls) == record["usage"]["calls"] > 2

@@ -72,7 +72,7 @@ def comparable(run: Path) -> tuple[dict[Any, tuple[Any, ...]], dict[Any, bool], 
     return rows, unsure, files
 
 
-@pytest.mark.parametrize("model", ["oracle", "noop"])
+@pytest.mark.parametrize("model", ["oracle", pytest.param("noop", marks=pytest.mark.slow)])  # noop: make bench
 def test_the_same_report_as_the_local_executor(cluster: tuple[Cluster, list[Any]], tmp_path: Path,
                                                model: str) -> None:
     # The oracle's patches are timed on the nodes: one smoke task of the three keeps that under a minute a
