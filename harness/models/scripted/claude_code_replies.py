@@ -11,8 +11,9 @@ scripted model's next step.
 """
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from harness.models.scripted.replies import _fc  # a tool call as the scripted provider returns it
 
 TOOLS = frozenset({"Bash", "Write"})  # the ones the steps use; both are in the main loop's default set
 
@@ -21,19 +22,15 @@ def detects(tool_names: set[str]) -> bool:
     return TOOLS <= tool_names
 
 
-def _call(name: str, **arguments: Any) -> dict[str, str]:
-    return {"name": name, "arguments": json.dumps(arguments)}
-
-
 def render(step: dict[str, Any]) -> tuple[str, list[dict[str, str]]]:
     if "bash" in step:
         command = step["bash"]
-        return "", [_call("Bash", command=command, description=f"Run {command.splitlines()[0][:60]}")]
+        return "", [_fc("Bash", command=command, description=f"Run {command.splitlines()[0][:60]}")]
     if "write" in step:
         path = step["write"]
         if not path.startswith("/"):
             raise ValueError(f"scripted model: Claude Code's Write tool needs an absolute path, got {path!r}")
-        return "", [_call("Write", file_path=path, content=step["text"])]
+        return "", [_fc("Write", file_path=path, content=step["text"])]
     if "finish" in step:
         return step["finish"], []
     if "fault" in step:
@@ -43,12 +40,12 @@ def render(step: dict[str, Any]) -> tuple[str, list[dict[str, str]]]:
 
 def _fault(kind: str) -> tuple[str, list[dict[str, str]]]:
     if kind == "multi":  # parallel calls: Claude Code runs both and answers both
-        return "Two at once.", [_call("Bash", command="echo one"), _call("Bash", command="echo two")]
+        return "Two at once.", [_fc("Bash", command="echo one"), _fc("Bash", command="echo two")]
     if kind == "bad_args":  # JSON cut short: the gateway hands it over whole, its schema check refuses it
         return "", [{"name": "Bash", "arguments": '{"command": "echo hi'}]
     if kind == "missing_arg":
-        return "", [_call("Bash", description="no command")]
+        return "", [_fc("Bash", description="no command")]
     if kind == "unknown_tool":
-        return "", [_call("browse", url="http://example.com")]
+        return "", [_fc("browse", url="http://example.com")]
     # "malformed" has no Claude Code form: a reply without a tool call is its final answer
     raise ValueError(f"scripted model: the fault {kind!r} has no Claude Code form")
