@@ -88,20 +88,27 @@ def test_a_sweep_mixes_our_scaffold_and_an_installed_agent(tmp_path: Path) -> No
     assert scaffolds == ["installed-mini_swe_agent", "mini_swe"]
 
 
-def test_an_image_without_a_usable_python_is_refused_in_one_line() -> None:
+def test_an_image_without_a_usable_python_is_refused_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPTRUNNER_AGENT_PYTHONS", "")  # no interpreter on this machine to bring in
     spec = agent_spec("mini_swe_agent")
     assert Platform.parse("") is None
-    bare = Platform.parse("optrunner-platform x86_64 glibc 2.36 none 0.0\n")
-    assert bare is not None and bare.python is None and bare.tag("npm") == "x86_64-glibc"
-    assert refusal(spec, bare, "img") == ("installed/mini_swe_agent needs python3 >= 3.10 in the task image; "
-                                          "img has none")
-    old = Platform.parse("motd line\noptrunner-platform x86_64 glibc 2.31 /usr/bin/python3 3.8")
-    assert old is not None and old.version == (3, 8) and old.tag("pypi") == "py38-x86_64"
+    assert Platform.parse("optrunner-platform x86_64 glibc 2.36 none 0.0\n") is None  # an older probe's line
+    bare = Platform.parse("optrunner-platform x86_64 glibc 2.36 none 0.0 no\n")
+    assert bare is not None and bare.python is None and bare.tag("npm") == "x86_64-glibc" and not bare.tmux
+    assert refusal(spec, bare, "img") == (
+        "installed/mini_swe_agent needs python3 >= 3.10: the task image img has none, and no interpreter on this "
+        "machine can be brought in (a CPython >= 3.10 for x86_64 built against glibc <= 2.36: set "
+        "OPTRUNNER_AGENT_PYTHONS to its prefix)")
+    old = Platform.parse("motd line\noptrunner-platform x86_64 glibc 2.31 /usr/bin/python3 3.8 yes")
+    assert old is not None and old.version == (3, 8) and old.tag("pypi") == "py38-x86_64" and old.tmux
     assert "img has 3.8 (/usr/bin/python3)" in (refusal(spec, old, "img") or "")
-    musl = Platform.parse("optrunner-platform aarch64 musl 0.0 /usr/bin/python3 3.12")
+    musl = Platform.parse("optrunner-platform aarch64 musl 0.0 /usr/bin/python3 3.12 no")
     assert musl is not None and "glibc" in (refusal(spec, musl, "img") or "")
-    fine = Platform.parse("optrunner-platform aarch64 glibc 2.36 /usr/local/bin/python3 3.11")
+    fine = Platform.parse("optrunner-platform aarch64 glibc 2.36 /usr/local/bin/python3 3.11 no")
     assert fine is not None and refusal(spec, fine, "img") is None and fine.tag("pypi") == "py311-aarch64"
+    # terminus-2 drives a tmux session: an image without tmux is refused before anything is installed
+    assert refusal(agent_spec("terminus_2"), fine, "img") == (
+        "installed/terminus_2 needs tmux in the task image; img has none (add it to its Dockerfile)")
 
 
 @pytest.mark.docker
@@ -131,7 +138,7 @@ def test_an_unknown_installed_agent_is_one_line(tmp_path: Path) -> None:
                   out=tmp_path, timeout=300)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     last = done.stderr.strip().splitlines()[-1]
-    assert "unknown installed agent 'nope'; known: mini_swe_agent, claude_code, codex" in last
+    assert "unknown installed agent 'nope'; known: mini_swe_agent, claude_code, codex, terminus_2" in last
 
 
 @pytest.mark.docker

@@ -251,6 +251,15 @@ def _call_row(call: GatewayCall) -> dict[str, Any]:
             "output_tokens": call.usage.output_tokens if call.usage else 0}
 
 
+def _compile_and_check(agent: str, dest: str) -> str:
+    """The build step of a Python agent's layer: its interpreter (the image's or one brought) loads the
+    standard library's system libraries in this image, then compiles the agent's byte code once."""
+    from scaffolds.installed.pythons import CHECK
+    return (f'py="$(cat {dest}/python)"; "$py" -I -S -c {shlex.quote(CHECK)} || {{ echo "installed/{agent}: '
+            f'its python ($py) cannot load the system libraries its standard library needs in this image"; exit 1; }}; '
+            f'"$py" -I -m compileall -q -j 0 {dest}/lib > /dev/null || true')
+
+
 def prepare_images(agent: str, images: Mapping[str, str], provider: Any,
                    log: Callable[[str], None] = print) -> dict[str, str]:
     """Each task's agent image with the agent's folder added (task id -> image), installed from its
@@ -276,8 +285,7 @@ def prepare_images(agent: str, images: Mapping[str, str], provider: Any,
             dest = f"{INSTALL_ROOT}/{spec.name}"
             # a Python agent's byte code compiled once, by the image's own interpreter (it runs with -B: a
             # rollout writes none, so its sandbox's layer stays small and is removed fast)
-            then = (f"{found.python} -m compileall -q -j 0 {dest}/lib > /dev/null || true"
-                    if spec.registry == "pypi" else "")
+            then = _compile_and_check(spec.name, dest) if spec.registry == "pypi" else ""
             made[image] = provider.add_folder(image, folder, dest, f"installed-{spec.name.replace('_', '-')}", log,
                                               then=then)
         out[task_id] = made[image]

@@ -42,6 +42,8 @@ class AgentSpec:
     step: str  # what the agent counts as a step (docs; the gateway counts model calls)
     command: Callable[[Launch], str]
     logs: tuple[str, ...] = ()  # files the agent writes that the trajectory keeps (absolute paths)
+    files: tuple[str, ...] = ()  # pypi: this project's modules (beside agents.py) put beside the agent's packages
+    programs: tuple[str, ...] = ()  # what the task image must have for it ("tmux")
 
 
 def _mini_swe_agent(launch: Launch) -> str:
@@ -71,6 +73,7 @@ AGENTS = {
     "mini_swe_agent": "scaffolds.installed.agents:MINI_SWE_AGENT",
     "claude_code": "scaffolds.installed.claude_code:SPEC",
     "codex": "scaffolds.installed.codex:SPEC",
+    "terminus_2": "scaffolds.installed.terminus_2:SPEC",
 }
 
 
