@@ -34,7 +34,7 @@ class Launch:
 class AgentSpec:
     name: str
     registry: str  # "pypi" or "npm"
-    package: str  # the requirement, version pinned; npm: {arch} (x64, arm64) and {musl} ("" or "-musl") filled in
+    package: str  # the requirements (pypi: words), versions pinned; npm: {arch} (x64, arm64), {musl} ("" or "-musl")
     version: str
     module: str  # pypi: what the launcher runs (`module:function`); npm: "" (a native build runs)
     python: tuple[int, int]  # pypi: the oldest Python the agent runs on; npm: (0, 0)
@@ -44,6 +44,7 @@ class AgentSpec:
     logs: tuple[str, ...] = ()  # files the agent writes that the trajectory keeps (absolute paths)
     files: tuple[str, ...] = ()  # pypi: this project's modules (beside agents.py) put beside the agent's packages
     programs: tuple[str, ...] = ()  # what the task image must have for it ("tmux")
+    sdists: tuple[str, ...] = ()  # pypi: pure-Python requirements that ship sources only (a wheel is built here)
 
 
 def _mini_swe_agent(launch: Launch) -> str:
@@ -74,6 +75,7 @@ AGENTS = {
     "claude_code": "scaffolds.installed.claude_code:SPEC",
     "codex": "scaffolds.installed.codex:SPEC",
     "terminus_2": "scaffolds.installed.terminus_2:SPEC",
+    "openhands": "scaffolds.installed.openhands:SPEC",
 }
 
 

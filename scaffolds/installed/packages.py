@@ -145,7 +145,7 @@ def ensure_folder(spec: AgentSpec, found: Platform, log=print) -> Path:  # noqa:
                 python = f"{INSTALL_ROOT}/{spec.name}/interpreter/bin/{pythons.WRAPPER}"
                 version = brought[1][:2]
             assert python is not None
-            _pip(package, found, version, work)
+            _pip(package, found, version, work, spec.sdists)
             (work / "python").write_text(python + "\n")  # what the start command runs
             for name in spec.files:  # the project's own glue the agent's module needs (a driver)
                 shutil.copy2(Path(__file__).parent / name, work / "lib" / Path(name).name)
@@ -170,15 +170,22 @@ def _run(cmd: list[str], what: str, cwd: Path | None = None) -> None:
         raise RuntimeError(f"installing {what} failed: {tail[0][:300]}")
 
 
-def _pip(package: str, found: Platform, version: tuple[int, int], work: Path) -> None:
+def _pip(package: str, found: Platform, version: tuple[int, int], work: Path, sdists: tuple[str, ...] = ()) -> None:
     """Wheels for the interpreter, the image's machine and glibc: every manylinux tag it runs (pip takes
-    `--platform` literally, so a wheel tagged only manylinux_2_28 needs that tag named)."""
-    platforms = [f"manylinux_2_{minor}_{found.machine}" for minor in range(found.glibc[1], 16, -1)]
+    `--platform` literally, so a wheel tagged only manylinux_2_28 needs that tag named). A pure-Python
+    requirement that ships only sources (`sdists`) gets its wheel built here first: pip will not build one for
+    another interpreter."""
+    platforms = [f"manylinux_{found.glibc[0]}_{minor}_{found.machine}" for minor in range(found.glibc[1], 16, -1)]
     platforms += [f"manylinux2014_{found.machine}"]
+    wheels = work / ".wheels"
+    if sdists:
+        _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps",
+              "--wheel-dir", str(wheels), *sdists], f"wheels for {' '.join(sdists)}")
     _run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
           "--target", str(work / "lib"), "--only-binary=:all:", "--implementation", "cp",
-          "--python-version", f"{version[0]}.{version[1]}",
-          *(arg for p in platforms for arg in ("--platform", p)), package], f"{package} from PyPI")
+          "--python-version", f"{version[0]}.{version[1]}", *(["--find-links", str(wheels)] if sdists else []),
+          *(arg for p in platforms for arg in ("--platform", p)), *package.split()], f"{package} from PyPI")
+    shutil.rmtree(wheels, ignore_errors=True)
 
 
 def _npm(package: str, work: Path) -> None:

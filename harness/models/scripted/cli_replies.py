@@ -13,6 +13,7 @@ from types import ModuleType
 MODULES = {
     "claude_code": "harness.models.scripted.claude_code_replies",
     "codex": "harness.models.scripted.codex_replies",
+    "openhands": "harness.models.scripted.openhands_replies",
 }
 
 
