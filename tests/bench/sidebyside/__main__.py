@@ -1,5 +1,6 @@
 """Side by side with upstream: our mini_swe and terminus vs mini-swe-agent and terminus-2 on identical replies
-(and, for mini's tool mode, vs upstream mini-swe-agent installed in the sandbox: `scaffold=installed/...`).
+(and, for mini's tool mode, vs upstream mini-swe-agent installed in the sandbox: `scaffold=installed/...`); our
+codeact vs OpenHands' own agent installed in the sandbox (`scaffold=installed/openhands`).
 
 `python -m tests.bench.sidebyside` runs every case on both sides and prints the comparison table.
 
@@ -25,6 +26,7 @@ from harness.sandbox.docker.task_images import ensure_images  # noqa: E402
 from harness.tasks import select_tasks  # noqa: E402
 from tests.bench.sidebyside.compare import Comparison, compare, table  # noqa: E402
 from tests.bench.sidebyside.installed import run_installed  # noqa: E402
+from tests.bench.sidebyside.openhands import run_openhands  # noqa: E402
 from tests.bench.sidebyside.scripts import CASES  # noqa: E402
 from tests.bench.sidebyside.sides import run_ours, run_upstream  # noqa: E402
 from tests.openai_server import OpenAIServer  # noqa: E402
@@ -63,7 +65,8 @@ def main(argv: list[str] | None = None) -> list[Comparison]:
                 try:
                     ours = run_ours(case, server, image, task)
                     print(f"{len(ours.steps)} steps, {ours.exit_reason}; upstream ...", end=" ", flush=True)
-                    upstream = run_upstream(case, server, image)
+                    upstream = (run_openhands(case, server, image, task) if case.scaffold == "codeact"
+                                else run_upstream(case, server, image))
                 except Exception as exc:  # noqa: BLE001 - a side that cannot run is reported, the rest goes on
                     print(f"skipped: {type(exc).__name__}: {str(exc).strip()[:600]}")
                     skipped.append(case.name)

@@ -68,13 +68,20 @@ def around(a: str, b: str, width: int = WIDTH) -> tuple[str, str]:
 _MINI_TAGS = re.compile(r"<(returncode|output|output_head|output_tail)>(.*?)</\1>", re.DOTALL)
 _ELIDED = re.compile(r"<elided_chars>\s*(\d+)")
 _TERMINAL = re.compile(r"(New Terminal Output|Current Terminal Screen):", re.IGNORECASE)
+_BRACKETED = re.compile(r"\[[^\[\]]*\]")  # codeact's status lines: working directory, exit code, notes
+_EXIT_CODE = re.compile(r"exit code (-?\d+)")
+_STILL_RUNNING = re.compile(r"no new output after \d+ seconds|still running", re.IGNORECASE)  # (exit code -1)
 
 
 def payload(scaffold: str, text: str) -> tuple[str, ...]:
     """What an observation carries besides its template's wording, to tell a wording-only difference (our
     templates are in our own words by design) from one in what the model learns. mini: the return codes,
     outputs (head, tail) and the elided count; terminus: the terminal text, from its header to the last
-    shell prompt (the prose after it is template). () for a message that is template text only."""
+    shell prompt (the prose after it is template); codeact: a shell result's exit code and its output without
+    the bracketed status lines (an editor's answer is template text). () for a message that is template only."""
+    if scaffold == "codeact":
+        codes = _EXIT_CODE.findall(text) or (["-1"] if _STILL_RUNNING.search(text) else [])
+        return (f"exit={codes[-1]}", " ".join(_BRACKETED.sub(" ", text).split())) if codes else ()
     if scaffold == "mini_swe":
         found = tuple(f"{tag}={body.strip()}" for tag, body in _MINI_TAGS.findall(text))
         return found + tuple(f"elided={n}" for n in _ELIDED.findall(text))

@@ -33,8 +33,8 @@ LONG_LINES = "yes 'abcdefghij abcdefghij abcdefghij abcdefghij abcdefghij' | hea
 @dataclass(frozen=True)
 class Case:
     name: str  # e.g. "mini_swe/text"
-    scaffold: str  # our scaffold: mini_swe | terminus
-    mode: str  # mini: text | tool; terminus: json
+    scaffold: str  # our scaffold: mini_swe | terminus | codeact
+    mode: str  # mini: text | tool; terminus: json; codeact: tool
     replies: tuple[dict[str, Any], ...]  # chat.completion bodies, in call order
 
 
@@ -109,7 +109,31 @@ def terminus_json() -> Case:
     return Case("terminus/json", "terminus", "json", tuple(bodies))
 
 
-CASES = {"mini_swe": (mini_text, mini_tool), "terminus": (terminus_json,)}
+def _calls(step: int, calls: list[tuple[str, dict[str, str]]]) -> dict[str, Any]:
+    body = completion("Next step.", [{"name": n, "arguments": json.dumps(a)} for n, a in calls],
+                      usage_=usage(100, 20), model=MODEL)
+    for i, call in enumerate(body["choices"][0]["message"]["tool_calls"]):
+        call["id"] = f"call_{step}_{i}"
+    return body
+
+
+def codeact_tool() -> Case:
+    """Our codeact's tool names and arguments (OpenHands' earlier CodeActAgent's); the OpenHands side gets the
+    same calls under its SDK's names (openhands.py)."""
+    steps: list[list[tuple[str, dict[str, str]]]] = [
+        [("execute_bash", {"command": "pwd && echo hello && ls"})],
+        [("execute_bash", {"command": "echo one"}), ("execute_bash", {"command": "ls /nonexistent-dir"})],
+        [("execute_bash", {"command": "seq 1 20000"})],
+        [("str_replace_editor", {"command": "create", "path": "/tmp/sbs_created.txt", "file_text": "hello\n"})],
+        [("str_replace_editor", {"command": "view", "path": "/tmp/sbs_created.txt"})],
+        [("execute_bash", {"command": "echo partial && sleep 40"})],  # outlives the no-output wait of both
+        [("execute_bash", {"command": "C-c", "is_input": "true"})],
+        [("finish", {"message": "Done.", "task_completed": "true"})],
+    ]
+    return Case("codeact/tool", "codeact", "tool", tuple(_calls(i, calls) for i, calls in enumerate(steps)))
+
+
+CASES = {"mini_swe": (mini_text, mini_tool), "terminus": (terminus_json,), "codeact": (codeact_tool,)}
 
 
 def replies(case: Case) -> list[Reply]:

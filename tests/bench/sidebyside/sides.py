@@ -41,7 +41,8 @@ PRICE = Price(input=1.0, output=2.0)  # USD per million tokens, so both sides co
 TASK_TEXT = "Side-by-side bench: the model is scripted; follow its replies."
 # mini-swe-agent's SWE-bench limits (step_limit 250, cost_limit $3); terminus-2 has no step limit of its own.
 LIMITS = {"mini_swe": Limits(max_steps=250, max_cost_usd=3.0, snapshot_every=0),
-          "terminus": Limits(max_steps=None, snapshot_every=0)}
+          "terminus": Limits(max_steps=None, snapshot_every=0),
+          "codeact": Limits(max_steps=100, snapshot_every=0)}  # (OpenHands' default iterations: 500; none reached)
 MINI_EXIT = {"Submitted": "submitted", "RepeatedFormatError": "format_errors", "TimeExceeded": "time_limit",
              "LimitsExceeded": "step_or_cost_limit"}
 
@@ -109,18 +110,36 @@ def _left(server: OpenAIServer) -> int:
 
 
 # ---------------------------------------------------------------- ours
+OPENHANDS_NAMES = {"terminal": "execute_bash", "file_editor": "str_replace_editor"}  # the SDK's -> ours
+
+
+def tool_action(action: dict[str, Any]) -> str:
+    """A codeact-family tool call as one comparable line: the tool (under our name), the command, the path."""
+    arguments = action.get("arguments") or {}
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments or "{}")
+        except json.JSONDecodeError:
+            arguments = {}
+    name = OPENHANDS_NAMES.get(action["tool"], action["tool"])
+    words = [name] + [str(arguments[k]) for k in ("command", "path") if k in arguments]
+    return " ".join(words)
+
+
+
 def run_ours(case: Case, server: OpenAIServer, image: str, task: Task) -> SideRun:
     _reset(server, case)
     model = Model(ModelConfig(name=f"openai/{MODEL}", api_base=server.base_url, price=PRICE,
                               native_tools=case.mode == "tool", attempts=1, timeout_s=60), api_key="dummy")
-    options: dict[str, Any] = ({"mode": case.mode, "command_timeout_s": float(COMMAND_TIMEOUT_S)}
-                               if case.scaffold == "mini_swe" else {"context_window": 128_000})
+    options: dict[str, Any] = {"mini_swe": {"mode": case.mode, "command_timeout_s": float(COMMAND_TIMEOUT_S)},
+                               "terminus": {"context_window": 128_000}}.get(case.scaffold, {})
     with DockerSandbox.start(image) as box:
         episode = make_scaffold(case.scaffold, options).run(task, box, model, LIMITS[case.scaffold])
         hosts = [box.container.id]
     steps = []
     for record in episode.step_records:
-        pairs = [(a.get("command", a.get("keystrokes")), o) for a, o in zip(record.actions, record.observations)]
+        pairs = [(a.get("command", a.get("keystrokes")) if "tool" not in a else tool_action(a), o)
+                 for a, o in zip(record.actions, record.observations)]
         executed = [(action, obs) for action, obs in pairs if action is not None]  # not format errors
         steps.append(([str(a) for a, _ in executed], [o.exit_code for _, o in executed]))
     return SideRun("ours", _with_observations(steps, observations(server, hosts)), episode.exit_reason.value,
