@@ -103,3 +103,20 @@ def test_scripted_steps_render_as_openhands_tool_calls() -> None:
     assert render({"finish": "done"}, "openhands")[1] == [{"name": "finish", "arguments": '{"message": "done"}'}]
     with pytest.raises(ValueError, match="absolute path"):
         render({"write": "a.py", "text": ""}, "openhands")
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@needs_312
+def test_a_cost_limit_refuses_the_next_call(tmp_path: Path) -> None:
+    # a call's prompt is ~8k tokens: ~$0.01 at the scripted price, so $0.02 allows two or three
+    steps = "model.steps=[" + ", ".join(["{bash: 'true'}"] * 8) + "]"
+    done = runner(*OPENHANDS, "model=script", steps, "grade=none", "budget.max_cost_usd=0.02", out=tmp_path,
+                  timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (record,) = results(run_dir(tmp_path))
+    assert record["exit_reason"] == "cost_limit", record["exit_message"]
+    calls = record["details"]["gateway_calls"]
+    assert 1 <= len(_served(record)) == record["steps"] < 8
+    assert calls[-1]["status"] == 403 and record["usage"]["cost_usd"] >= 0.02
+    assert containers_of(done.pid) == []  # type: ignore[attr-defined]

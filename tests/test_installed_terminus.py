@@ -138,3 +138,20 @@ def test_a_brought_interpreter_runs_from_its_copy_and_its_library_path_stays_out
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
         assert done.stdout.split() == [f"({version[0]},", f"{version[1]})", str(folder / "interpreter"), after]
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@needs_312
+def test_a_cost_limit_refuses_the_next_call(tmp_path: Path) -> None:
+    # a call's prompt is ~3.5k tokens: ~$0.005 at the scripted price, so $0.01 allows two or three
+    steps = "model.steps=[" + ", ".join(["{bash: 'true'}"] * 8) + "]"
+    done = runner(*TERMINUS, "model=script", steps, "grade=none", "budget.max_cost_usd=0.01", out=tmp_path,
+                  timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (record,) = results(run_dir(tmp_path))
+    assert record["exit_reason"] == "cost_limit", record["exit_message"]
+    calls = record["details"]["gateway_calls"]
+    assert 1 <= len(_served(record)) == record["steps"] < 8
+    assert calls[-1]["status"] == 403 and record["usage"]["cost_usd"] >= 0.01
+    assert containers_of(done.pid) == []  # type: ignore[attr-defined]
