@@ -16,6 +16,7 @@ import dataclasses
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from harness import gpus
@@ -23,15 +24,17 @@ from harness.models.model import Model
 from harness.models.redaction import redact
 from harness.models.records import Usage
 from harness.models.scripted import Script, is_scripted
-from harness.sandbox.interface import (NoPatch, PatchTooLarge, Sandbox, SandboxError, close_quietly,
+from harness.sandbox.interface import (Checkpointable, NoPatch, PatchTooLarge, Sandbox, SandboxError, close_quietly,
                                       pin_if_possible)
 from harness.sandbox.providers import SandboxProvider
 from harness.tasks.task import Task
+from runner.checkpoints import checkpoint_dir
 from runner.config import ConfigError, RunConf
 from harness.grader.config import patch_sha256
 from runner.records import RolloutRecord, System
 from runner.store import RunStore, trajectory_ref
 from scaffolds import make_scaffold
+from scaffolds.checkpoint import Checkpoints, EpisodeState
 from scaffolds.episode import Episode
 from scaffolds.exits import RETRIED, ExitReason
 
@@ -66,6 +69,7 @@ class Live:
     stop: threading.Event = field(default_factory=threading.Event)
     stop_reason: ExitReason | None = None  # why the runner stopped it: interrupted, time or run cost limit
     spent: list[Usage] = field(default_factory=list)  # what the discarded attempts before this one used
+    carried: Usage = field(default_factory=Usage)  # what the pieces before a checkpoint it continues used
 
     @property
     def steps(self) -> int:
@@ -73,7 +77,8 @@ class Live:
 
     @property
     def cost(self) -> float:
-        return sum(u.cost_usd for u in self.spent) + (self.model.usage.cost_usd if self.model else 0.0)
+        return (sum(u.cost_usd for u in self.spent) + self.carried.cost_usd
+                + (self.model.usage.cost_usd if self.model else 0.0))
 
     def request_stop(self, reason: ExitReason) -> None:
         """Ask the rollout to end (from another thread or a signal handler). An interrupt also closes its
@@ -158,8 +163,10 @@ class RolloutRunner:
     the sandbox provider of this machine. It writes nothing: the driver stores each RolloutResult.
     `cpuset`: CPUs its containers are pinned to (a Ray node keeps one CPU for timing)."""
 
-    def __init__(self, conf: RunConf, run_id: str, sandboxes: SandboxProvider, cpuset: str | None = None) -> None:
+    def __init__(self, conf: RunConf, run_id: str, sandboxes: SandboxProvider, cpuset: str | None = None,
+                 checkpoints: Path | None = None) -> None:
         self.conf, self.run_id, self.sandboxes, self.cpuset = conf, run_id, sandboxes, cpuset
+        self.checkpoints = checkpoint_dir(checkpoints, run_id, sandboxes) if checkpoints is not None else None
         self.system = System(model=conf.model.id, scaffold=conf.scaffold.id, budget=conf.budget.id)
 
     def run(self, job: RolloutJob, live: Live) -> RolloutResult:
@@ -225,6 +232,9 @@ class RolloutRunner:
         limits = self.conf.budget
         if task.agent_timeout and limits.task_timeouts:  # the task's own limit (Harbor's [agent].timeout_sec)
             limits = dataclasses.replace(limits, wall_clock_s=task.agent_timeout)
+        resume = self._resume_point(task, live, scaffold)
+        if resume is not None:  # a fresh sandbox from the checkpoint's files
+            image = resume[0]
         given = self._lease_gpus(task, live)  # a GPU task's own GPUs: waits while others hold them
         try:
             sandbox = self.sandboxes.start(image, self.conf.sandbox.limits().for_task(task.cpus, task.memory),
@@ -244,9 +254,11 @@ class RolloutRunner:
                 pin_if_possible(sandbox, self.cpuset)
             produced: dict[str, Any] = {}
 
+            more = self._checkpointing(task, live, scaffold, sandbox, limits, resume)
+
             def loop() -> None:
                 try:
-                    produced["episode"] = scaffold.run(task, sandbox, model, limits, live.stop)
+                    produced["episode"] = scaffold.run(task, sandbox, model, limits, live.stop, **more)
                 except BaseException as exc:  # noqa: BLE001 - reported below, with its kind
                     produced["error"] = exc
 
@@ -304,6 +316,40 @@ class RolloutRunner:
         elif episode.exit_reason == ExitReason.INTERRUPTED and live.stop_reason:
             record.exit_reason, record.exit_message = live.stop_reason, STOPPED_WHY.get(live.stop_reason, "")
         return RolloutResult(record, episode.to_dict() if episode else None, report)
+
+    def _resume_point(self, task: Task, live: Live, scaffold: Any) -> tuple[str, EpisodeState] | None:
+        """The rollout's last checkpoint (its sandbox image and episode state), where its scaffold continues
+        one and the image is still there; None: it starts from step 0."""
+        if self.checkpoints is None or not getattr(scaffold, "checkpoints", False):
+            return None
+        found = self.checkpoints.load(task.id, live.index)
+        if found is None or self.sandboxes.image_id(found["image"]) is None:
+            return None
+        state = EpisodeState.from_dict(found["state"])
+        live.carried = state.used()
+        return found["image"], state
+
+    def _checkpointing(self, task: Task, live: Live, scaffold: Any, sandbox: Sandbox, limits: Any,
+                       resume: tuple[str, EpisodeState] | None) -> dict[str, Any]:
+        """The scaffold's `checkpoints` argument ({} where it keeps none): where to save, what to continue."""
+        if self.checkpoints is None or not getattr(scaffold, "checkpoints", False):
+            return {}
+        if not limits.checkpoint_every and resume is None:
+            return {}
+        state = None
+        if resume is not None:
+            state = resume[1]
+            done = len(state.steps)
+            pieces = state.details.setdefault("pieces", [{"from_step": 0}])
+            pieces.append({"from_step": done, "started_at": time.time()})
+            state.details["resumed_from"] = done
+        save = None
+        if limits.checkpoint_every and isinstance(sandbox, Checkpointable):
+            save = self.checkpoints.saver(task.id, live.index, sandbox)
+        elif limits.checkpoint_every:  # (bwrap keeps none yet): the rollout runs, and says why it has none
+            state_details = state.details if state is not None else {}
+            state_details["checkpoints"] = "this sandbox provider cannot keep a sandbox's files"
+        return {"checkpoints": Checkpoints(every=limits.checkpoint_every, save=save, resume=state)}
 
     @staticmethod
     def _lease_gpus(task: Task, live: Live) -> tuple[gpus.Gpu, ...]:

@@ -23,6 +23,7 @@ from harness.models.loader import litellm_module
 from harness.models.records import CallRecord
 from harness.sandbox.interface import TaskImages
 from harness.sandbox.providers import provider
+from runner.checkpoints import CheckpointDir, checkpoint_dir
 from runner.config import ConfigError, RunConf
 from runner.executors.base import Context, Executor, Running, make_executor
 from runner.grading import Grader, graded
@@ -97,6 +98,9 @@ class Runner:
         self._print_summary(report)
         return 0
 
+    def _checkpoints(self) -> CheckpointDir:
+        return checkpoint_dir(self.store.root / "checkpoints", self.store.run_id, self.sandboxes)
+
     def _close(self) -> None:
         if self.executor is not None:
             self.executor.close()
@@ -120,7 +124,8 @@ class Runner:
         # (and enough free disk where sandboxes write and where this run's records go: harness.sandbox.diskcheck)
         self.sandboxes.ensure_ready(disk=self.conf.sandbox.disk, output_dir=self.store.root)
         # Before the run directory exists: a cluster that cannot be reached refuses the run.
-        self.executor = make_executor(Context(self.conf, self.store.run_id, self.sandboxes))
+        self.executor = make_executor(Context(self.conf, self.store.run_id, self.sandboxes,
+                                              checkpoints=self.store.root / "checkpoints"))
         self.run_lock.acquire()  # a second runner on this directory is refused here, in one line
         resuming = self.store.bind_config(self.plain)
         # Recorded rollouts are not graded again, except those whose grading broke on infrastructure (error)
@@ -211,6 +216,7 @@ class Runner:
             return
         record = result.record
         self.store.save_rollout(record, result.trajectory)
+        self._checkpoints().discard(record.instance_id, record.rollout)  # recorded: no longer needed
         if result.grading is not None:  # grading.in_place: graded in the agent's container
             self.store.save_grading(record.instance_id, record.rollout, result.grading)
         if self.progress is not None:

@@ -14,6 +14,7 @@ class Limits:
     wall_clock_s: float | None = None
     command_timeout_s: float = 1200.0  # hard cap on one action (GSO: 20 min)
     snapshot_every: int = 10  # steps between diff snapshots; 0 = never
+    checkpoint_every: int = 0  # steps between checkpoints an interrupted rollout continues from; 0 = never
 
     def problems(self) -> list[str]:
         """What is out of range, one phrase per field (empty when the limits are usable)."""
@@ -24,4 +25,6 @@ class Limits:
             out.append(f"command_timeout_s must be positive, got {self.command_timeout_s}")
         if self.snapshot_every < 0:
             out.append(f"snapshot_every must be 0 (never) or more, got {self.snapshot_every}")
+        if self.checkpoint_every < 0:
+            out.append(f"checkpoint_every must be 0 (never) or more, got {self.checkpoint_every}")
         return out

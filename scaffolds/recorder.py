@@ -6,6 +6,10 @@ it checks limits before every model call, turns model errors into exit reasons, 
 `snapshot_every` steps, so a study can grade the rollout as it stood at step S. `Recorder.run` runs a
 scaffold's loop and always returns an Episode with the trajectory so far.
 
+With `Checkpoints` (scaffolds/checkpoint.py), every `every` steps, just before a model call, the Recorder hands
+the episode's state (the scaffold's own, from `state_of`, and every step so far) to `save`; `restore` continues
+from such a state: its steps, usage and wall time count toward the limits as if the episode had never stopped.
+
 The step limit's unit is the scaffold's: model calls (mini-swe-agent, terminus), or, with
 `count_actions`, agent actions as OpenHands counts iterations: every executed action is one, and so is a
 reply without any; the scaffold calls `before_action` before each further action of a reply, so a reply
@@ -13,6 +17,7 @@ with three tool calls uses three iterations and the limits are checked before ea
 """
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from collections.abc import Callable
@@ -22,6 +27,7 @@ from harness.models.errors import ModelError
 from harness.models.model import Model
 from harness.models.records import ModelReply, Usage
 from harness.sandbox.interface import Sandbox, SandboxError
+from scaffolds.checkpoint import Checkpoints, EpisodeState, step_to_dict
 from scaffolds.episode import EpisodeEnd, Episode, LimitReached, Observation, Step, Submitted
 from scaffolds.exits import ExitReason
 from scaffolds.limits import Limits
@@ -31,8 +37,12 @@ class Recorder:
     """Per-episode bookkeeping shared by all scaffolds."""
 
     def __init__(self, scaffold: str, sandbox: Sandbox, model: Model, limits: Limits,
-                 stop: threading.Event | None = None, count_actions: bool = False) -> None:
+                 stop: threading.Event | None = None, count_actions: bool = False,
+                 checkpoints: Checkpoints | None = None) -> None:
         self.scaffold, self.sandbox, self.model, self.limits = scaffold, sandbox, model, limits
+        self.checkpoints = checkpoints or Checkpoints()
+        self.state_of: Callable[[], dict[str, Any]] | None = None  # the scaffold's state, for checkpoints
+        self._saved_at = -1  # the step count of the last checkpoint
         self.stop = stop or threading.Event()
         self.count_actions = count_actions
         self.details: dict[str, Any] = {}  # scaffold-specific facts for the episode (mode, condensations, ...)
@@ -79,8 +89,9 @@ class Recorder:
 
     def query(self, messages: list[dict[str, Any]], tools: list[dict] | None = None,
               stop: list[str] | None = None) -> ModelReply:
-        """One step's model call: limits first, then the call, then a new step record."""
+        """One step's model call: a checkpoint when due, limits, then the call, then a new step record."""
         self._close_step()
+        self._checkpoint()
         self.check_limits()
         step = Step(index=len(self.steps), started_at=time.time())
         self.steps.append(step)
@@ -114,6 +125,28 @@ class Recorder:
         every = self.limits.snapshot_every
         if every and (step.index + 1) % every == 0:
             step.diff_snapshot = self._diff()
+
+    def _checkpoint(self) -> None:
+        every, save = self.checkpoints.every, self.checkpoints.save
+        done = len(self.steps)
+        if not every or save is None or self.state_of is None or not done or done % every or done == self._saved_at:
+            return
+        save(EpisodeState(scaffold=self.scaffold, state=copy.deepcopy(self.state_of()),
+                          steps=[step_to_dict(s) for s in self.steps], usage=self.usage.to_dict(),
+                          elapsed_s=self.elapsed, details=copy.deepcopy(self.details)))
+        self._saved_at = done
+
+    def restore(self, state: EpisodeState) -> None:
+        """Continue from a checkpoint: its steps, usage and wall time are this episode's; the model's call
+        index goes on from there (a scripted model answers the next call as it would have)."""
+        if state.scaffold != self.scaffold:
+            raise ValueError(f"a checkpoint of {state.scaffold} cannot continue a {self.scaffold} episode")
+        self.steps = state.step_records()
+        self.usage = state.used()
+        self.started = time.time() - state.elapsed_s
+        self.details.update(copy.deepcopy(state.details))
+        self.model.calls = len(self.steps)  # (its usage stays this piece's: the runner adds what came before)
+        self._saved_at = len(self.steps)
 
     def _diff(self) -> str | None:
         try:

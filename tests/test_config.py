@@ -70,7 +70,8 @@ def run_dir(cfg: DictConfig) -> str:
     (["model=schema_model"], "error: unknown model 'schema_model'; choose one of claude, deepseek, gemini, gpt, "
                              "litellm, local, noop, oracle, oracle_note, oracle_weaker, replay, script"),
     (["scaffold=nope"], "error: unknown scaffold 'nope'; choose one of codeact, installed/claude_code, "
-                        "installed/codex, installed/mini_swe_agent, mini_swe, "),
+                        "installed/codex, installed/mini_swe_agent, installed/openhands, installed/terminus_2, "
+                        "mini_swe, "),
     # 4. argparse habits, what a model option needs, a sweep without -m
     (["--rollouts", "4"], "error: --rollouts 4: settings are written key=value here: rollouts=4"),
     (["--rollouts=4"], "error: --rollouts=4: settings are written key=value here: rollouts=4"),

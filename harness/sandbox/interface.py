@@ -217,6 +217,16 @@ class Listenable(Protocol):
         ...
 
 
+@runtime_checkable
+class Checkpointable(Protocol):
+    """A capability some sandboxes have: their file system kept as a point a fresh sandbox starts from."""
+
+    def checkpoint(self, name: str) -> str:
+        """Every file the sandbox holds now, kept under `name` (e.g. `optrunner/checkpoint:<tag>`), which the
+        provider's `start` takes as an image; its processes are not kept. SandboxError when it cannot."""
+        ...
+
+
 def pin_if_possible(sandbox: object, cpuset: str) -> bool:
     """Pin `sandbox` to `cpuset` when its provider can; False when it cannot."""
     if isinstance(sandbox, Pinnable):

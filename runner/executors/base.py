@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from runner.executors import EXECUTORS
@@ -67,6 +68,7 @@ class Context:
     conf: RunConf
     run_id: str
     sandboxes: SandboxProvider  # this machine's (the driver's)
+    checkpoints: Path | None = None  # where rollouts' checkpoints go (local rollouts; None: not kept)
 
 
 def make_executor(context: Context) -> Executor:

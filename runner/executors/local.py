@@ -17,7 +17,8 @@ class LocalExecutor:
     def __init__(self, context: Context) -> None:
         self.context = context
         self.parallel = context.conf.parallel
-        self.rollouts = RolloutRunner(context.conf, context.run_id, context.sandboxes)
+        self.rollouts = RolloutRunner(context.conf, context.run_id, context.sandboxes,
+                                      checkpoints=context.checkpoints)
         self.live: dict[tuple[str, int], Live] = {}
         self.lock = threading.Lock()
         self.stopping: ExitReason | None = None

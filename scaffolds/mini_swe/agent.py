@@ -30,6 +30,7 @@ from harness.models.records import ModelReply, ToolCall, parse_arguments, tool_r
 from harness.sandbox.interface import TESTBED, Sandbox
 from harness.sandbox.processes import FreshProcesses
 from harness.tasks.task import Task
+from scaffolds.checkpoint import Checkpoints
 from scaffolds.episode import Episode, FormatErrors, Observation, Submitted
 from scaffolds.exits import ExitReason
 from scaffolds.limits import Limits
@@ -74,6 +75,7 @@ class FormatError(Exception):
 
 class MiniSweScaffold:
     name = "mini_swe"
+    checkpoints = True  # its run takes `checkpoints` (scaffolds/checkpoint.py)
 
     def __init__(self, config: MiniSweConfig | None = None, **options: Any) -> None:
         self.config = config or MiniSweConfig(**options)
@@ -94,32 +96,38 @@ class MiniSweScaffold:
 
     # ---------------------------------------------------------------- the loop
     def run(self, task: Task, sandbox: Sandbox, model: Model, limits: Limits,
-            stop: threading.Event | None = None) -> Episode:
-        rec = Recorder(self.name, sandbox, model, limits, stop)
+            stop: threading.Event | None = None, checkpoints: Checkpoints | None = None) -> Episode:
+        rec = Recorder(self.name, sandbox, model, limits, stop, checkpoints=checkpoints)
         rec.details["patch_source"] = "submission" if self.config.patch == "submission" else "container"
-        messages = self._first_messages(task, sandbox.workdir)
+        # its whole state between steps: the conversation and the format errors in a row (commands are fresh
+        # processes: nothing of them outlives a step)
+        state: dict[str, Any] = {"messages": self._first_messages(task, sandbox.workdir), "format_errors": 0}
+        if checkpoints is not None and checkpoints.resume is not None:
+            rec.restore(checkpoints.resume)
+            state = checkpoints.resume.state
+        rec.state_of = lambda: state
         procs = FreshProcesses(sandbox, COMMAND_ENV)
-        episode = rec.run(lambda: self._loop(rec, procs, messages), lambda: messages, procs.close)
+        episode = rec.run(lambda: self._loop(rec, procs, state), lambda: state["messages"], procs.close)
         if self.config.patch == "submission":  # upstream: only a submission carries a patch
             episode.patch = episode.submission if episode.exit_reason == ExitReason.SUBMITTED else ""
         return episode
 
-    def _loop(self, rec: Recorder, procs: FreshProcesses, messages: list[dict[str, Any]]) -> None:
+    def _loop(self, rec: Recorder, procs: FreshProcesses, state: dict[str, Any]) -> None:
         tools = [BASH_TOOL] if self.config.mode == "tool" else None
-        format_errors = 0
+        messages = state["messages"]
         while True:
             reply = rec.query(messages, tools=tools)
             try:
                 commands = self._parse(reply)
             except FormatError as err:
                 # The bad reply is not kept: the model sees only the error, and the call still counted.
-                format_errors += 1
+                state["format_errors"] += 1
                 rec.act({"format_error": str(err), "reply": reply.content}, Observation(str(err), len(str(err))))
-                if format_errors >= self.config.max_format_errors:
-                    raise FormatErrors(f"{format_errors} format errors in a row: {err}") from None
+                if state["format_errors"] >= self.config.max_format_errors:
+                    raise FormatErrors(f"{state['format_errors']} format errors in a row: {err}") from None
                 messages.append({"role": "user", "content": self._render("format_error.j2", problem=str(err))})
                 continue
-            format_errors = 0
+            state["format_errors"] = 0
             messages.append(reply.message)
             for call_id, command in commands:
                 shown = self._execute(rec, procs, command)

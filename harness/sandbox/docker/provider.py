@@ -116,6 +116,14 @@ class DockerProvider:
         with engine_errors():
             docker_client().images.load(data)
 
+    def remove_image(self, name: str) -> None:
+        """An image this project made (a sandbox's checkpoint) removed; gone already is fine."""
+        with engine_errors():
+            try:
+                docker_client().images.remove(name, force=True)
+            except docker.errors.ImageNotFound:
+                pass
+
     def start(self, image: str, limits: SandboxLimits | None = None, labels: dict[str, str] | None = None,
               gpus: Sequence[Gpu] = ()) -> DockerSandbox:
         return DockerSandbox.start(image, limits, labels, gpus=gpus)

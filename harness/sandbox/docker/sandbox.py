@@ -296,6 +296,15 @@ class DockerSandbox:
             raise SandboxError("cannot open a port inside the container: it is not running")
         return netns.listen_in(pid, port)
 
+    def checkpoint(self, name: str) -> str:
+        """The container committed to the image `name` (`Checkpointable`): its files, not its processes (the
+        container is paused while its layer is read, so no file is half-written in it)."""
+        repository, _, tag = name.rpartition(":") if ":" in name.rsplit("/", 1)[-1] else (name, "", "latest")
+        with engine_errors():
+            self.container.commit(repository=repository, tag=tag, pause=True,
+                                  changes=[f'LABEL {LABEL}="checkpoint"'])
+        return name
+
     def restart(self) -> None:
         """Every process killed, the container started again with its files (`Freezable`)."""
         with engine_errors():

@@ -1,0 +1,75 @@
+"""A run's rollout checkpoints: `<run>/checkpoints/<task>__<index>.json` beside the sandbox's file system kept by
+its provider (Docker: an image `optrunner/checkpoint:<tag>`), so an interrupted rollout continues where its
+last checkpoint left it (scaffolds/checkpoint.py says what a checkpoint holds).
+
+A checkpoint is written after its image exists (atomically: a kill leaves the previous one whole), and the
+previous image is removed once the new file names the new one. The driver removes both when the rollout's
+record is stored; `harness cleanup` removes checkpoint images nothing names any more.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harness.atomic import write_json
+from harness.sandbox.interface import Checkpointable, Sandbox, SandboxError
+from scaffolds.checkpoint import FORMAT, EpisodeState
+
+IMAGE = "optrunner/checkpoint"
+
+
+class CheckpointDir:
+    def __init__(self, root: Path, run_id: str, remove_image: Callable[[str], None]) -> None:
+        self.root, self.run_id, self.remove_image = Path(root), run_id, remove_image
+
+    def path(self, task_id: str, index: int) -> Path:
+        return self.root / f"{task_id}__{index}.json"
+
+    def load(self, task_id: str, index: int) -> dict[str, Any] | None:
+        """The rollout's last checkpoint ({image, state, written_at}), or None (none, unreadable, another format:
+        the rollout starts again)."""
+        try:
+            data = json.loads(self.path(task_id, index).read_text())
+        except (OSError, ValueError):
+            return None
+        ok = isinstance(data, dict) and isinstance(data.get("state"), dict) and data["state"].get("format") == FORMAT
+        return data if ok and isinstance(data.get("image"), str) else None
+
+    def saver(self, task_id: str, index: int, sandbox: Sandbox) -> Callable[[EpisodeState], None]:
+        """What the Recorder calls with each new state: the sandbox kept, then the file, then the old image gone."""
+        if not isinstance(sandbox, Checkpointable):
+            raise SandboxError("this sandbox provider cannot keep a sandbox's files (Checkpointable)")
+        key = hashlib.sha1(f"{self.run_id}/{task_id}/{index}".encode()).hexdigest()[:16]
+
+        def save(state: EpisodeState) -> None:
+            before = self.load(task_id, index)
+            image = sandbox.checkpoint(f"{IMAGE}:{key}-{len(state.steps)}")
+            self.root.mkdir(parents=True, exist_ok=True)
+            write_json(self.path(task_id, index), {"image": image, "written_at": time.time(),
+                                                   "state": state.to_dict()})
+            if before is not None and before["image"] != image:
+                self._remove(before["image"])
+
+        return save
+
+    def discard(self, task_id: str, index: int) -> None:
+        """The rollout is recorded: its checkpoint is no longer needed."""
+        found = self.load(task_id, index)
+        self.path(task_id, index).unlink(missing_ok=True)
+        if found is not None:
+            self._remove(found["image"])
+
+    def _remove(self, image: str) -> None:
+        try:
+            self.remove_image(image)
+        except SandboxError:
+            pass  # the engine is away: `harness cleanup` removes it later
+
+
+def checkpoint_dir(root: Path, run_id: str, sandboxes: object) -> CheckpointDir:
+    """A run's checkpoints with its provider's way to remove a kept sandbox (none: nothing to remove)."""
+    return CheckpointDir(root, run_id, getattr(sandboxes, "remove_image", lambda _name: None))

@@ -1,0 +1,112 @@
+"""Long rollouts survive interruption (issue 35): every `budget.checkpoint_every` steps the episode's state and
+the sandbox's files are kept, and a rollout killed mid-way continues from its last checkpoint in a fresh
+sandbox, ending as the same rollout run without interruption would."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from harness.models.config import ModelConfig
+from harness.models.model import Model
+from harness.models.scripted import Script
+from scaffolds.checkpoint import Checkpoints, EpisodeState
+from scaffolds.exits import ExitReason
+from scaffolds.limits import Limits
+from scaffolds.mini_swe.agent import BASH_TOOL
+from scaffolds.recorder import Recorder
+from tests.test_runner import containers_of, results, run_dir, runner, start_runner, wait_for
+
+STEPS = "model.steps=[" + "".join(f"{{bash: 'echo line {i} >> notes.txt && sleep 1'}}, " for i in range(1, 13)) \
+    + "{finish: done}]"
+ARGS = ("scaffold=mini_swe", "tasks=smoke", "tasks.ids=[rollstats]", "rollouts=1", "model=script", STEPS,
+        "grade=none", "budget.checkpoint_every=3")
+
+
+def _comparable(trajectory: dict) -> list:
+    """What the model saw and did, step by step (no times)."""
+    return [(step["actions"], [o["text"] for o in step["observations"]]) for step in trajectory["step_records"]]
+
+
+@pytest.mark.docker
+def test_a_rollout_killed_mid_way_continues_from_its_checkpoint_and_ends_the_same(tmp_path: Path) -> None:
+    whole = runner(*ARGS, out=tmp_path / "whole", timeout=600)
+    assert whole.returncode == 0, whole.stderr[-2000:]
+    (expected,) = results(run_dir(tmp_path / "whole"))
+    proc = start_runner(*ARGS, out=tmp_path / "cut")
+    try:
+        def checkpointed() -> bool:
+            found = list((tmp_path / "cut").glob("runs/*/checkpoints/*.json"))
+            return bool(found) and len(json.loads(found[0].read_text())["state"]["steps"]) >= 6
+
+        wait_for(checkpointed, 120, "a checkpoint at step 6")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    path = run_dir(tmp_path / "cut")
+    assert not (path / "results.jsonl").exists()
+    again = runner(*ARGS, out=tmp_path / "cut", timeout=600)
+    assert again.returncode == 0, again.stderr[-2000:]
+    (record,) = results(path)
+    assert record["exit_reason"] == expected["exit_reason"] == "submitted"
+    assert record["patch"] == expected["patch"] and "+line 12" in record["patch"]
+    assert record["steps"] == expected["steps"] == 13
+    resumed = record["details"]["resumed_from"]
+    assert resumed in (6, 9, 12) and record["details"]["pieces"][0]["from_step"] == 0
+    assert [p["from_step"] for p in record["details"]["pieces"]] == [0, resumed]
+    # no step lost or doubled: what the model saw and did, step by step, is the uninterrupted rollout's
+    ours = json.loads((path / record["trajectory"]).read_text())
+    theirs = json.loads((run_dir(tmp_path / "whole") / expected["trajectory"]).read_text())
+    assert _comparable(ours) == _comparable(theirs)
+    assert ours["messages"] == theirs["messages"]
+    # the usage of every call is counted once: the same calls and tokens as the uninterrupted rollout
+    assert record["usage"]["calls"] == expected["usage"]["calls"] == 13
+    assert record["usage"]["input_tokens"] == expected["usage"]["input_tokens"]
+    # recorded: its checkpoint and its image are gone, and no container is left
+    assert list(path.glob("checkpoints/*.json")) == []
+    from tests.docker_support import client
+    assert client().images.list(name="optrunner/checkpoint") == []
+    assert not containers_of(proc.pid) and not containers_of(again.pid)  # type: ignore[attr-defined]
+
+
+def _model() -> Model:
+    return Model(ModelConfig(name="scripted/script", attempts=1),
+                 script=Script(steps=[{"bash": f"echo {i}"} for i in range(8)]))
+
+
+class _NoSandbox:
+    """The Recorder reads a sandbox only for diff snapshots, which these limits turn off."""
+    workdir = "/testbed"
+
+
+def test_the_recorder_hands_over_a_state_every_n_steps_and_continues_from_one() -> None:
+    model = _model()
+    saved: list[EpisodeState] = []
+    rec = Recorder("mini_swe", _NoSandbox(), model, Limits(max_steps=None, snapshot_every=0),  # type: ignore[arg-type]
+                   checkpoints=Checkpoints(every=3, save=saved.append))
+    state = {"messages": [{"role": "user", "content": "go"}], "n": 0}
+    rec.state_of = lambda: state
+    for _ in range(7):
+        rec.query(state["messages"], tools=[BASH_TOOL])
+        state["n"] += 1
+    assert [len(s.steps) for s in saved] == [3, 6]  # taken before the 4th and the 7th call
+    assert saved[1].state == {"messages": [{"role": "user", "content": "go"}], "n": 6}
+    assert saved[1].usage["calls"] == 6 and saved[1].elapsed_s >= 0
+    # plain JSON, and a fresh Recorder continues from it: the steps, the usage and the model's next call
+    copy = EpisodeState.from_dict(json.loads(json.dumps(saved[1].to_dict())))
+    fresh = _model()
+    again = Recorder("mini_swe", _NoSandbox(), fresh, Limits(max_steps=7, snapshot_every=0),  # type: ignore[arg-type]
+                     checkpoints=Checkpoints(every=3, save=saved.append, resume=copy))
+    again.restore(copy)
+    assert len(again.steps) == 6 and again.usage.calls == 6 and fresh.calls == 6
+    reply = again.query(copy.state["messages"], tools=[BASH_TOOL])
+    assert "echo 6" in json.dumps(reply.message)  # the 7th step of the script, not the 1st
+    with pytest.raises(Exception) as ended:  # its step limit counts the steps before the checkpoint too
+        again.query(copy.state["messages"], tools=[BASH_TOOL])
+    assert getattr(ended.value, "reason", None) == ExitReason.STEP_LIMIT
+    assert len(saved) == 2  # nothing saved again at the step it continued from
+    with pytest.raises(ValueError, match="cannot continue a codeact episode"):
+        Recorder("codeact", _NoSandbox(), fresh, Limits()).restore(copy)  # type: ignore[arg-type]
