@@ -41,8 +41,9 @@ class Recorder:
                  checkpoints: Checkpoints | None = None) -> None:
         self.scaffold, self.sandbox, self.model, self.limits = scaffold, sandbox, model, limits
         self.checkpoints = checkpoints or Checkpoints()
-        self.state_of: Callable[[], dict[str, Any]] | None = None  # the scaffold's state, for checkpoints
-        self._saved_at = -1  # the step count of the last checkpoint
+        # the scaffold's state for checkpoints; None from it: not now (it is between consistent points)
+        self.state_of: Callable[[], dict[str, Any] | None] | None = None
+        self._saved_at = 0  # the step count at the last checkpoint (or the one continued from)
         self.stop = stop or threading.Event()
         self.count_actions = count_actions
         self.details: dict[str, Any] = {}  # scaffold-specific facts for the episode (mode, condensations, ...)
@@ -129,9 +130,12 @@ class Recorder:
     def _checkpoint(self) -> None:
         every, save = self.checkpoints.every, self.checkpoints.save
         done = len(self.steps)
-        if not every or save is None or self.state_of is None or not done or done % every or done == self._saved_at:
+        if not every or save is None or self.state_of is None or done - self._saved_at < every:
             return
-        save(EpisodeState(scaffold=self.scaffold, state=copy.deepcopy(self.state_of()),
+        state = self.state_of()
+        if state is None:  # the scaffold is between consistent points (a hand-off): at its next call
+            return
+        save(EpisodeState(scaffold=self.scaffold, state=copy.deepcopy(state),
                           steps=[step_to_dict(s) for s in self.steps], usage=self.usage.to_dict(),
                           elapsed_s=self.elapsed, details=copy.deepcopy(self.details)))
         self._saved_at = done

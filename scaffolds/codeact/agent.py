@@ -18,10 +18,11 @@ episode's details; the per-action cap is the Recorder's action timeout.
 from __future__ import annotations
 
 import json
+import shlex
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from scaffolds.codeact.editor import Editor
 from scaffolds.codeact.shell import PersistentShell
 from scaffolds.codeact.tools import (STOP, TOOLS, ToolError, complete_reply, describe_tools, parse_text_call,
                                      single_command, validate)
+from scaffolds.checkpoint import Checkpoints
 from scaffolds.episode import Episode, EpisodeEnd, Observation, Stuck, Submitted
 from scaffolds.exits import ExitReason
 from scaffolds.limits import Limits
@@ -98,17 +100,22 @@ class ActionResult:
 
 class CodeActScaffold:
     name = "codeact"
+    checkpoints = True  # its run takes `checkpoints` (scaffolds/checkpoint.py)
 
     def __init__(self, config: CodeActConfig | None = None, **options: Any) -> None:
         self.config = config or CodeActConfig(**options)
 
     def run(self, task: Task, sandbox: Sandbox, model: Model, limits: Limits,
-            stop: threading.Event | None = None) -> Episode:
-        rec = Recorder(self.name, sandbox, model, limits, stop, count_actions=True)
+            stop: threading.Event | None = None, checkpoints: Checkpoints | None = None) -> Episode:
+        rec = Recorder(self.name, sandbox, model, limits, stop, count_actions=True, checkpoints=checkpoints)
         native = self.config.native_tools if self.config.native_tools is not None else model.native_tools
         rec.details["mode"] = "native" if native else "text"
         episode = _CodeActEpisodeState(self.config, rec, sandbox, native)
         episode.messages = self.first_messages(task, native, sandbox.workdir)
+        if checkpoints is not None and checkpoints.resume is not None:
+            rec.restore(checkpoints.resume)
+            episode.restore(checkpoints.resume.state)
+        rec.state_of = episode.state
         return rec.run(episode.loop, lambda: episode.messages, episode.shell.close)
 
     def first_messages(self, task: Task, native: bool, workdir: str = TESTBED) -> list[dict[str, Any]]:
@@ -132,9 +139,24 @@ class _CodeActEpisodeState:
         self.history: list[Event] = []
         self.shell = PersistentShell(sandbox, config.no_output_timeout_s, sandbox.workdir)
         self.editor = Editor(sandbox, config.editor_clip, sandbox.workdir)
+        self.resume_cwd: str | None = None  # the shell's directory at the checkpoint continued from
+
+    def state(self) -> dict[str, Any]:
+        """What a checkpoint keeps: the conversation and what the model sees of it, the stuck history, the
+        editor's undo history and the shell's directory (not its variables or a command still running)."""
+        return {"messages": self.messages, "kept_from": self.kept_from, "history": [asdict(e) for e in self.history],
+                "editor_history": self.editor.history, "cwd": self.shell.cwd}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.messages, self.kept_from = state["messages"], state["kept_from"]
+        self.history = [Event(**e) for e in state["history"]]
+        self.editor.history = state["editor_history"]
+        self.resume_cwd = state["cwd"]
 
     def loop(self) -> None:
         self.shell.start()
+        if self.resume_cwd and self.resume_cwd != self.shell.cwd:  # (nothing the model sees)
+            self.shell.run(f"cd {shlex.quote(self.resume_cwd)}", False, 30)
         while True:
             self.step()
 

@@ -31,6 +31,7 @@ from harness.models.loader import litellm_module
 from harness.models.model import Model
 from harness.sandbox.interface import TESTBED, Sandbox
 from harness.tasks.task import Task
+from scaffolds.checkpoint import Checkpoints
 from scaffolds.episode import Episode, EpisodeEnd, Observation, Submitted
 from scaffolds.exits import ExitReason
 from scaffolds.limits import Limits
@@ -66,16 +67,21 @@ class TerminusConfig:
 
 class TerminusScaffold:
     name = "terminus"
+    checkpoints = True  # its run takes `checkpoints` (scaffolds/checkpoint.py)
 
     def __init__(self, config: TerminusConfig | None = None) -> None:
         self.config = config or TerminusConfig()
 
     def run(self, task: Task, sandbox: Sandbox, model: Model, limits: Limits,
-            stop: threading.Event | None = None) -> Episode:
-        rec = Recorder(self.name, sandbox, model, limits, stop)
+            stop: threading.Event | None = None, checkpoints: Checkpoints | None = None) -> Episode:
+        rec = Recorder(self.name, sandbox, model, limits, stop, checkpoints=checkpoints)
         episode = _TerminusEpisodeState(self.config, task, rec,
                                         TmuxSession(sandbox, history_lines=self.config.history_lines),
                                         _context_window(self.config, model))
+        if checkpoints is not None and checkpoints.resume is not None:
+            rec.restore(checkpoints.resume)
+            episode.resumed = checkpoints.resume.state
+        rec.state_of = episode.state
         return rec.run(episode.loop, lambda: episode.trajectory, episode.term.close)
 
 
@@ -113,6 +119,19 @@ class _TerminusEpisodeState:
         self.previous: str | None = None  # the terminal buffer at the last read
         self.tokens = 0  # estimated size of `conversation`
         self.turns_since_handoff = 0
+        self.pending_completion = False  # the last reply said task_complete: the next must confirm it
+        self.in_main = False  # in a main-loop call (a checkpoint's consistent point; not inside a hand-off)
+        self.resumed: dict[str, Any] | None = None  # the state of the checkpoint this episode continues
+
+    def state(self) -> dict[str, Any] | None:
+        """What a checkpoint keeps: both conversations, the counters and the shell's directory. Not kept: the
+        terminal itself (its screen, scrollback, variables and any command still running); a continued episode
+        starts a fresh terminal there and reads its next output against that."""
+        if not self.in_main:
+            return None
+        return {"conversation": self.conversation, "trajectory": self.trajectory, "tokens": self.tokens,
+                "turns_since_handoff": self.turns_since_handoff, "pending_completion": self.pending_completion,
+                "cwd": self.term.cwd()}
 
     # -- prompts
     def render(self, name: str, **variables: Any) -> str:
@@ -134,11 +153,20 @@ class _TerminusEpisodeState:
 
     # -- the loop
     def loop(self) -> None:
-        first = self.term.start(timeout=self.rec.action_timeout())
+        state = self.resumed
+        first = self.term.start(timeout=self.rec.action_timeout(), cwd=state.get("cwd") if state else None)
         self.previous = first.buffer
-        self.add(_user(self.render("first.j2", task=self.task_prompt(), reply_format=self.format_prompt(),
-                                   terminal=limit_output(terminal_text(None, first), self.config.output_limit_bytes))))
-        pending_completion = False
+        if state is not None:  # a checkpoint's conversations; the fresh terminal is read against from here
+            # one empty prompt line first: terminus-2's rule reads a multi-line previous read from its last line
+            # break, as it would have in the terminal that had history (a one-line read: from where it was found)
+            self.previous = self.term.send("Enter", 0.3, timeout=30).buffer
+            self.conversation, self.trajectory = state["conversation"], state["trajectory"]
+            self.tokens, self.turns_since_handoff = state["tokens"], state["turns_since_handoff"]
+            self.pending_completion = state["pending_completion"]
+        else:
+            self.add(_user(self.render("first.j2", task=self.task_prompt(), reply_format=self.format_prompt(),
+                                       terminal=limit_output(terminal_text(None, first),
+                                                             self.config.output_limit_bytes))))
         while True:
             if self.needs_handoff():
                 self.hand_off()
@@ -157,9 +185,9 @@ class _TerminusEpisodeState:
                                            format_name=self.config.format.upper())))
                 continue
             terminal = self.execute(reply.commands)
-            if reply.task_complete and pending_completion:
+            if reply.task_complete and self.pending_completion:
                 raise Submitted("the agent confirmed the task as complete", submission="")
-            pending_completion = reply.task_complete
+            self.pending_completion = reply.task_complete
             self.add(_user(self.observation(reply, terminal)))
 
     def observation(self, reply: Reply, terminal: str) -> str:
@@ -190,13 +218,17 @@ class _TerminusEpisodeState:
         """One step of the agent: its text, and whether the token limit cut it off. A context overflow
         drops the latest exchanges, hands off, retries."""
         while True:
+            self.in_main = True
             try:
                 reply = self.rec.query(self.conversation)
             except EpisodeEnd as end:
                 if end.reason != ExitReason.CONTEXT_WINDOW or not self.drop_latest():
                     raise
+                self.in_main = False
                 self.hand_off()
                 continue
+            finally:
+                self.in_main = False
             self.add({**reply.message, "content": reply.content})  # reasoning fields go back too
             self.tokens = reply.record.input_tokens + reply.record.output_tokens  # the provider's count
             return reply.content, reply.record.finish_reason == "length"

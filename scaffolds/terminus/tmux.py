@@ -85,12 +85,14 @@ class TmuxSession:
         self.name = name
         self.target = shlex.quote(name)
 
-    def start(self, timeout: float = 30.0) -> Capture:
-        """Start the shell and wait (up to 5 s) for its prompt; returns the first capture."""
+    def start(self, timeout: float = 30.0, cwd: str | None = None) -> Capture:
+        """Start the shell (in `cwd`, else the work tree) and wait (up to 5 s) for its prompt; returns the first
+        capture."""
         # history-limit applies to panes created after it is set, hence set before new-session.
         started = self.sandbox.exec(
             f"tmux -u start-server \\; set-option -g history-limit {self.history_lines} \\; "
-            f"new-session -d -s {self.target} -x {WIDTH} -y {HEIGHT} -c {self.sandbox.workdir} 'bash --login'",
+            f"new-session -d -s {self.target} -x {WIDTH} -y {HEIGHT} -c {shlex.quote(cwd or self.sandbox.workdir)} "
+            "'bash --login'",
             timeout=timeout)
         if started.exit_code != 0:
             raise RuntimeError(f"could not start tmux in the sandbox: {started.output.strip()[-300:]}")
@@ -116,6 +118,14 @@ class TmuxSession:
 
     def capture(self, timeout: float = 30.0) -> Capture:
         return self._parse_capture(self._run(self._capture_command(), timeout))
+
+    def cwd(self) -> str | None:
+        """The directory of the pane's shell (None when tmux cannot say)."""
+        try:
+            done = self.sandbox.exec(f"tmux display-message -p -t {self.target} '#{{pane_current_path}}'", timeout=10)
+        except SandboxError:
+            return None
+        return done.output.strip() or None if done.exit_code == 0 else None
 
     def close(self) -> None:
         try:
