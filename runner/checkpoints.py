@@ -2,6 +2,10 @@
 its provider (Docker: an image `optrunner/checkpoint:<tag>`), so an interrupted rollout continues where its
 last checkpoint left it (scaffolds/checkpoint.py says what a checkpoint holds).
 
+Every answered call is also appended to `<task>__<index>.calls.jsonl` (its step and usage), so when a rollout
+continues, the calls made after its checkpoint, whose work was lost with the kill, are still counted as spent
+(`take_lost`): the record's cost is what the provider was paid.
+
 A checkpoint is written after its image exists (atomically: a kill leaves the previous one whole), and the
 previous image is removed once the new file names the new one. The driver removes both when the rollout's
 record is stored; `harness cleanup` removes checkpoint images nothing names any more.
@@ -15,7 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.atomic import write_json
+from harness.atomic import write_json, write_text
+from harness.models.records import CallRecord, Usage
 from harness.sandbox.interface import Checkpointable, Sandbox, SandboxError
 from scaffolds.checkpoint import FORMAT, EpisodeState
 
@@ -28,6 +33,48 @@ class CheckpointDir:
 
     def path(self, task_id: str, index: int) -> Path:
         return self.root / f"{task_id}__{index}.json"
+
+    def journal_path(self, task_id: str, index: int) -> Path:
+        return self.root / f"{task_id}__{index}.calls.jsonl"
+
+    def journal(self, task_id: str, index: int) -> Callable[[int, CallRecord], None]:
+        """What the Recorder calls with each answered call: one line appended (and flushed) per call."""
+        path = self.journal_path(task_id, index)
+
+        def spent(step: int, record: CallRecord) -> None:
+            self.root.mkdir(parents=True, exist_ok=True)
+            with path.open("a") as out:
+                out.write(json.dumps({"step": step, "call": record.to_dict()}) + "\n")
+
+        return spent
+
+    def take_lost(self, task_id: str, index: int, found: dict[str, Any], count: bool = True) -> dict[str, Any]:
+        """The checkpoint `found` with the calls answered after it (their work was lost) taken out of the journal,
+        so the continued episode's calls take their places, and, when `count`, their usage added to its state's
+        `details.lost_calls` (written back at once: a second kill does not forget them)."""
+        done = len(found["state"]["steps"])
+        path = self.journal_path(task_id, index)
+        lost, kept = Usage(), []
+        try:
+            lines = path.read_text().splitlines()
+        except OSError:
+            lines = []
+        for line in lines:
+            try:
+                entry = json.loads(line)
+                step, call = int(entry["step"]), CallRecord(**entry["call"])
+            except (ValueError, KeyError, TypeError):
+                continue  # a line cut by the kill
+            if step >= done:
+                lost.add(call)
+            else:
+                kept.append(line)
+        if count and lost.calls:
+            found["state"].setdefault("details", {}).setdefault("lost_calls", []).append(lost.to_dict())
+            write_json(self.path(task_id, index), found)
+        if lines:
+            write_text(path, "".join(f"{line}\n" for line in kept))
+        return found
 
     def load(self, task_id: str, index: int) -> dict[str, Any] | None:
         """The rollout's last checkpoint ({image, state, written_at}), or None (none, unreadable, another format:
@@ -60,6 +107,7 @@ class CheckpointDir:
         """The rollout is recorded: its checkpoint is no longer needed."""
         found = self.load(task_id, index)
         self.path(task_id, index).unlink(missing_ok=True)
+        self.journal_path(task_id, index).unlink(missing_ok=True)
         if found is not None:
             self._remove(found["image"])
 

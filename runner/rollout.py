@@ -301,6 +301,8 @@ class RolloutRunner:
             # exit before it is done is covered by the provider's own exit hooks).
             threading.Thread(target=_close_and_release, args=(sandbox, given), daemon=True).start()
         episode: Episode | None = produced.get("episode")
+        if episode is not None:  # calls a kill made lost before a checkpoint this episode continued from
+            live.spent.extend(Usage(**u) for u in episode.details.get("lost_calls", []))
         record = self._record(task, live.index, episode, model, patch, started, attempts=live.attempt + 1)
         if no_patch:
             record.details["no_patch"] = no_patch
@@ -325,8 +327,11 @@ class RolloutRunner:
         found = self.checkpoints.load(task.id, live.index)
         if found is None or self.sandboxes.image_id(found["image"]) is None:
             return None
+        # calls answered after the checkpoint: their work is lost with the kill, what they cost is not (an
+        # infrastructure retry's were counted when its attempt was discarded)
+        found = self.checkpoints.take_lost(task.id, live.index, found, count=live.attempt == 0)
         state = EpisodeState.from_dict(found["state"])
-        live.carried = state.used()
+        live.carried = Usage.total([state.used(), *(Usage(**u) for u in state.details.get("lost_calls", []))])
         return found["image"], state
 
     def _checkpointing(self, task: Task, live: Live, scaffold: Any, sandbox: Sandbox, limits: Any,
@@ -343,13 +348,14 @@ class RolloutRunner:
             pieces = state.details.setdefault("pieces", [{"from_step": 0}])
             pieces.append({"from_step": done, "started_at": time.time()})
             state.details["resumed_from"] = done
-        save = None
+        save = spent = None
         if limits.checkpoint_every and isinstance(sandbox, Checkpointable):
             save = self.checkpoints.saver(task.id, live.index, sandbox)
+            spent = self.checkpoints.journal(task.id, live.index)
         elif limits.checkpoint_every:  # (bwrap keeps none yet): the rollout runs, and says why it has none
             state_details = state.details if state is not None else {}
             state_details["checkpoints"] = "this sandbox provider cannot keep a sandbox's files"
-        return {"checkpoints": Checkpoints(every=limits.checkpoint_every, save=save, resume=state)}
+        return {"checkpoints": Checkpoints(every=limits.checkpoint_every, save=save, resume=state, spent=spent)}
 
     @staticmethod
     def _lease_gpus(task: Task, live: Live) -> tuple[gpus.Gpu, ...]:

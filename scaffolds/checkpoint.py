@@ -68,7 +68,9 @@ def step_from_dict(data: dict[str, Any]) -> Step:
 @dataclass
 class Checkpoints:
     """A scaffold run's checkpointing: `every` steps (0: never) the Recorder hands `save` the episode's state;
-    `resume` is the state to continue from (None: a fresh episode)."""
+    `resume` is the state to continue from (None: a fresh episode); `spent` hears of every call as soon as it is
+    answered (its step index and record), so what calls after the last checkpoint cost is known after a kill."""
     every: int = 0
     save: Callable[[EpisodeState], None] | None = None
     resume: EpisodeState | None = None
+    spent: Callable[[int, CallRecord], None] | None = None

@@ -104,6 +104,8 @@ class Recorder:
             raise EpisodeEnd(str(exc), reason) from exc
         step.call = reply.record
         self.usage.add(reply.record)
+        if self.checkpoints.spent is not None:
+            self.checkpoints.spent(step.index, reply.record)
         return reply
 
     def before_action(self) -> None:

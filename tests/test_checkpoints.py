@@ -52,10 +52,14 @@ def test_a_rollout_killed_mid_way_continues_from_its_checkpoint_and_ends_the_sam
     proc = start_runner(*ARGS, out=tmp_path / "cut")
     try:
         def checkpointed() -> bool:
-            found = list((tmp_path / "cut").glob("runs/*/checkpoints/*.json"))
-            return bool(found) and len(json.loads(found[0].read_text())["state"]["steps"]) >= 6
+            found = list((tmp_path / "cut").glob("runs/*/checkpoints/*__0.json"))
+            journal = list((tmp_path / "cut").glob("runs/*/checkpoints/*.calls.jsonl"))
+            if not found or not journal:
+                return False
+            done = len(json.loads(found[0].read_text())["state"]["steps"])
+            return done >= 6 and len(journal[0].read_text().splitlines()) > done  # a call after it, too
 
-        wait_for(checkpointed, 120, "a checkpoint at step 6")
+        wait_for(checkpointed, 120, "a checkpoint at step 6 and a call after it")
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
@@ -75,11 +79,17 @@ def test_a_rollout_killed_mid_way_continues_from_its_checkpoint_and_ends_the_sam
     theirs = json.loads((run_dir(tmp_path / "whole") / expected["trajectory"]).read_text())
     assert _comparable(ours) == _comparable(theirs)
     assert _messages(ours) == _messages(theirs)
-    # the usage of every call is counted once: the same calls and tokens as the uninterrupted rollout
-    assert record["usage"]["calls"] == expected["usage"]["calls"] == record["steps"]
-    assert record["usage"]["input_tokens"] == expected["usage"]["input_tokens"]
+    # every call answered is paid for once: the uninterrupted rollout's calls, plus those answered after the
+    # checkpoint before the kill (their work was lost, and they were made again)
+    lost = record["details"]["lost_calls"]
+    assert len(lost) == 1 and lost[0]["calls"] >= 1
+    assert record["usage"]["calls"] == expected["usage"]["calls"] + lost[0]["calls"] == record["steps"] + \
+        lost[0]["calls"]
+    again_steps = theirs["step_records"][resumed:resumed + lost[0]["calls"]]
+    assert lost[0]["input_tokens"] == sum(step["call"]["input_tokens"] for step in again_steps)
+    assert record["usage"]["input_tokens"] == expected["usage"]["input_tokens"] + lost[0]["input_tokens"]
     # recorded: its checkpoint and its image are gone, and no container is left
-    assert list(path.glob("checkpoints/*.json")) == []
+    assert list(path.glob("checkpoints/*")) == []
     from tests.docker_support import client
     assert client().images.list(name="optrunner/checkpoint") == []
     assert not containers_of(proc.pid) and not containers_of(again.pid)  # type: ignore[attr-defined]
