@@ -25,6 +25,7 @@ from harness.sandbox.interface import Checkpointable, Sandbox, SandboxError
 from scaffolds.checkpoint import FORMAT, EpisodeState
 
 IMAGE = "optrunner/checkpoint"
+FILE_LABEL = "optrunner.checkpoint.file"  # (harness.sandbox.docker.containers reads it)
 
 
 class CheckpointDir:
@@ -94,7 +95,9 @@ class CheckpointDir:
 
         def save(state: EpisodeState) -> None:
             before = self.load(task_id, index)
-            image = sandbox.checkpoint(f"{IMAGE}:{key}-{len(state.steps)}")
+            # the file that will name it, so `harness cleanup` can tell a forgotten image from a kept one
+            image = sandbox.checkpoint(f"{IMAGE}:{key}-{len(state.steps)}",
+                                       {FILE_LABEL: str(self.path(task_id, index).resolve())})
             self.root.mkdir(parents=True, exist_ok=True)
             write_json(self.path(task_id, index), {"image": image, "written_at": time.time(),
                                                    "state": state.to_dict()})

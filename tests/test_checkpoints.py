@@ -133,3 +133,36 @@ def test_the_recorder_hands_over_a_state_every_n_steps_and_continues_from_one() 
     assert len(saved) == 2  # nothing saved again at the step it continued from
     with pytest.raises(ValueError, match="cannot continue a codeact episode"):
         Recorder("codeact", _NoSandbox(), fresh, Limits()).restore(copy)  # type: ignore[arg-type]
+
+
+@pytest.mark.docker
+def test_cleanup_removes_checkpoint_images_no_file_names(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from harness.sandbox.docker.sandbox import DockerSandbox
+    from runner.checkpoints import FILE_LABEL
+    from tests.docker_support import client, smoke_task, task_image
+
+    kept_file, gone_file = tmp_path / "kept.json", tmp_path / "gone.json"
+    with DockerSandbox.start(task_image(smoke_task())) as box:
+        box.exec("echo kept > /tmp/mark", timeout=30)
+        kept = box.checkpoint("optrunner/checkpoint:test-kept", {FILE_LABEL: str(kept_file)})
+        gone = box.checkpoint("optrunner/checkpoint:test-gone", {FILE_LABEL: str(gone_file)})
+    kept_file.write_text(json.dumps({"image": kept}))
+    try:
+        # a fresh sandbox from a checkpoint holds the files it kept
+        with DockerSandbox.start(kept) as again:
+            assert again.exec("cat /tmp/mark", timeout=30).output.strip() == "kept"
+        done = subprocess.run([sys.executable, "-m", "harness", "cleanup"], capture_output=True, text=True,
+                              cwd=Path(__file__).resolve().parent.parent)
+        assert done.returncode == 0, done.stderr
+        assert "checkpoint image(s)" in done.stdout + done.stderr
+        tags = {t for image in client().images.list(name="optrunner/checkpoint") for t in image.tags}
+        assert kept in tags and gone not in tags
+    finally:
+        for name in (kept, gone):
+            try:
+                client().images.remove(name, force=True)
+            except Exception:  # noqa: BLE001 - gone already
+                pass

@@ -221,9 +221,10 @@ class Listenable(Protocol):
 class Checkpointable(Protocol):
     """A capability some sandboxes have: their file system kept as a point a fresh sandbox starts from."""
 
-    def checkpoint(self, name: str) -> str:
-        """Every file the sandbox holds now, kept under `name` (e.g. `optrunner/checkpoint:<tag>`), which the
-        provider's `start` takes as an image; its processes are not kept. SandboxError when it cannot."""
+    def checkpoint(self, name: str, labels: dict[str, str] | None = None) -> str:
+        """Every file the sandbox holds now, kept under `name` (e.g. `optrunner/checkpoint:<tag>`) with these
+        labels, which the provider's `start` takes as an image; its processes are not kept. SandboxError when
+        it cannot."""
         ...
 
 

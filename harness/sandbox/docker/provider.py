@@ -116,6 +116,12 @@ class DockerProvider:
         with engine_errors():
             docker_client().images.load(data)
 
+    def cleanup_checkpoints(self, scope: CleanupScope = "orphans") -> int:
+        """Rollout checkpoint images no checkpoint file names any more (`all`: every one)."""
+        from harness.sandbox.docker.containers import remove_checkpoints
+        with engine_errors():
+            return remove_checkpoints(scope)
+
     def remove_image(self, name: str) -> None:
         """An image this project made (a sandbox's checkpoint) removed; gone already is fine."""
         with engine_errors():

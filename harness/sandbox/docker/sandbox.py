@@ -31,8 +31,8 @@ import docker.types
 from docker.models.containers import Container
 
 from harness.gpus import Gpu
-from harness.sandbox.docker.containers import (LABEL, OWNER_LABEL, create_container, docker_client,
-                                               hardening_options, owner_id, track, untrack)
+from harness.sandbox.docker.containers import (CHECKPOINT_HOST_LABEL, LABEL, OWNER_LABEL, create_container,
+                                               docker_client, hardening_options, owner_id, track, untrack)
 from harness.sandbox.docker.stream import DockerStream
 from harness.sandbox import netns, overlay
 from harness.sandbox.archive import tar_of
@@ -296,13 +296,14 @@ class DockerSandbox:
             raise SandboxError("cannot open a port inside the container: it is not running")
         return netns.listen_in(pid, port)
 
-    def checkpoint(self, name: str) -> str:
+    def checkpoint(self, name: str, labels: dict[str, str] | None = None) -> str:
         """The container committed to the image `name` (`Checkpointable`): its files, not its processes (the
         container is paused while its layer is read, so no file is half-written in it)."""
         repository, _, tag = name.rpartition(":") if ":" in name.rsplit("/", 1)[-1] else (name, "", "latest")
+        marks = {LABEL: "checkpoint", CHECKPOINT_HOST_LABEL: socket.gethostname(), **(labels or {})}
         with engine_errors():
             self.container.commit(repository=repository, tag=tag, pause=True,
-                                  changes=[f'LABEL {LABEL}="checkpoint"'])
+                                  changes=[f'LABEL {k}="{_quoted(v)}"' for k, v in marks.items()])
         return name
 
     def restart(self) -> None:
@@ -360,6 +361,10 @@ class DockerSandbox:
 
 
 _label_cache: dict[str, dict[str, str]] = {}
+
+
+def _quoted(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _image_labels(client: docker.DockerClient, image: str) -> dict[str, str]:
