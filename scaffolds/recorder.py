@@ -90,18 +90,25 @@ class Recorder:
 
     def query(self, messages: list[dict[str, Any]], tools: list[dict] | None = None,
               stop: list[str] | None = None) -> ModelReply:
-        """One step's model call: a checkpoint when due, limits, then the call, then a new step record."""
+        """One step's model call: a checkpoint when due (kept while the model answers), limits, then the call,
+        then a new step record."""
         self._close_step()
-        self._checkpoint()
-        self.check_limits()
-        step = Step(index=len(self.steps), started_at=time.time())
-        self.steps.append(step)
+        saving = self._checkpoint()
         try:
-            reply = self.model.query(messages, tools=tools, stop=stop)
-        except ModelError as exc:
-            reason = {"context_window": ExitReason.CONTEXT_WINDOW,
-                      "transient": ExitReason.PROVIDER_ERROR}.get(exc.kind, ExitReason.MODEL_ERROR)
-            raise EpisodeEnd(str(exc), reason) from exc
+            self.check_limits()
+            step = Step(index=len(self.steps), started_at=time.time())
+            self.steps.append(step)
+            try:
+                reply = self.model.query(messages, tools=tools, stop=stop)
+            except ModelError as exc:
+                reason = {"context_window": ExitReason.CONTEXT_WINDOW,
+                          "transient": ExitReason.PROVIDER_ERROR}.get(exc.kind, ExitReason.MODEL_ERROR)
+                raise EpisodeEnd(str(exc), reason) from exc
+        finally:
+            if saving is not None:  # no action runs before the sandbox is kept; what that waits is its cost
+                waited = time.perf_counter()
+                saving.join()
+                self.details.setdefault("checkpoint_wait_s", []).append(round(time.perf_counter() - waited, 4))
         step.call = reply.record
         self.usage.add(reply.record)
         if self.checkpoints.spent is not None:
@@ -129,18 +136,31 @@ class Recorder:
         if every and (step.index + 1) % every == 0:
             step.diff_snapshot = self._diff()
 
-    def _checkpoint(self) -> None:
+    def _checkpoint(self) -> threading.Thread | None:
+        """When one is due, the episode's state now, handed to `save` on a thread of its own: the sandbox is kept
+        while the model answers (nothing runs in it then), so a checkpoint costs a step little beyond the call.
+        A checkpoint that fails is noted in the details; the episode goes on."""
         every, save = self.checkpoints.every, self.checkpoints.save
         done = len(self.steps)
         if not every or save is None or self.state_of is None or done - self._saved_at < every:
-            return
+            return None
         state = self.state_of()
         if state is None:  # the scaffold is between consistent points (a hand-off): at its next call
-            return
-        save(EpisodeState(scaffold=self.scaffold, state=copy.deepcopy(state),
-                          steps=[step_to_dict(s) for s in self.steps], usage=self.usage.to_dict(),
-                          elapsed_s=self.elapsed, details=copy.deepcopy(self.details)))
+            return None
+        snapshot = EpisodeState(scaffold=self.scaffold, state=copy.deepcopy(state),
+                                steps=[step_to_dict(s) for s in self.steps], usage=self.usage.to_dict(),
+                                elapsed_s=self.elapsed, details=copy.deepcopy(self.details))
         self._saved_at = done
+
+        def keep() -> None:
+            try:
+                save(snapshot)
+            except Exception as exc:  # noqa: BLE001 - a lost checkpoint must not end the episode
+                self.details.setdefault("checkpoint_errors", []).append(f"step {done}: {type(exc).__name__}: {exc}")
+
+        thread = threading.Thread(target=keep, name="checkpoint", daemon=True)
+        thread.start()
+        return thread
 
     def restore(self, state: EpisodeState) -> None:
         """Continue from a checkpoint: its steps, usage and wall time are this episode's; the model's call
