@@ -22,7 +22,7 @@ from typing import Any
 from harness.atomic import write_json, write_text
 from harness.models.records import CallRecord, Usage
 from harness.sandbox.interface import Checkpointable, Sandbox, SandboxError
-from scaffolds.checkpoint import FORMAT, EpisodeState
+from scaffolds.checkpoint import FORMAT, Checkpoints, EpisodeState
 
 IMAGE = "optrunner/checkpoint"
 FILE_LABEL = "optrunner.checkpoint.file"  # (harness.sandbox.docker.containers reads it)
@@ -105,6 +105,40 @@ class CheckpointDir:
                 self._remove(before["image"])
 
         return save
+
+    def resume_point(self, task_id: str, index: int, attempt: int, image_id: Callable[[str], str | None]
+                     ) -> tuple[str, EpisodeState, Usage] | None:
+        """The rollout's last checkpoint whose image is still there: its image, its state, and what the pieces
+        before used (its usage and the calls lost with the kill); None: it starts from step 0."""
+        found = self.load(task_id, index)
+        if found is None or image_id(found["image"]) is None:
+            return None
+        # calls answered after the checkpoint: their work is lost with the kill, what they cost is not (an
+        # infrastructure retry's were counted when its attempt was discarded)
+        found = self.take_lost(task_id, index, found, count=attempt == 0)
+        state = EpisodeState.from_dict(found["state"])
+        carried = Usage.total([state.used(), *(Usage(**u) for u in state.details.get("lost_calls", []))])
+        return found["image"], state, carried
+
+    def arguments(self, task_id: str, index: int, sandbox: Sandbox, every: int,
+                  resume: EpisodeState | None) -> Checkpoints | None:
+        """A scaffold run's checkpointing: where to save and journal (where the sandbox can be kept), what to
+        continue; None when it neither keeps nor continues any."""
+        if not every and resume is None:
+            return None
+        if resume is not None:
+            done = len(resume.steps)
+            resume.details.setdefault("pieces", [{"from_step": 0}]).append({"from_step": done,
+                                                                              "started_at": time.time()})
+            resume.details["resumed_from"] = done
+        if every and not isinstance(sandbox, Checkpointable):  # (bwrap keeps none yet): it runs, saying so
+            if resume is not None:
+                resume.details["checkpoints"] = "this sandbox provider cannot keep a sandbox's files"
+            return Checkpoints(resume=resume)
+        if not every:
+            return Checkpoints(resume=resume)
+        return Checkpoints(every=every, save=self.saver(task_id, index, sandbox), resume=resume,
+                           spent=self.journal(task_id, index))
 
     def discard(self, task_id: str, index: int) -> None:
         """The rollout is recorded: its checkpoint is no longer needed."""

@@ -24,7 +24,7 @@ from harness.models.model import Model
 from harness.models.redaction import redact
 from harness.models.records import Usage
 from harness.models.scripted import Script, is_scripted
-from harness.sandbox.interface import (Checkpointable, NoPatch, PatchTooLarge, Sandbox, SandboxError, close_quietly,
+from harness.sandbox.interface import (NoPatch, PatchTooLarge, Sandbox, SandboxError, close_quietly,
                                       pin_if_possible)
 from harness.sandbox.providers import SandboxProvider
 from harness.tasks.task import Task
@@ -70,6 +70,7 @@ class Live:
     stop_reason: ExitReason | None = None  # why the runner stopped it: interrupted, time or run cost limit
     spent: list[Usage] = field(default_factory=list)  # what the discarded attempts before this one used
     carried: Usage = field(default_factory=Usage)  # what the pieces before a checkpoint it continues used
+    checkpoints: Checkpoints | None = None  # its episode's checkpointing, when it keeps checkpoints
 
     @property
     def steps(self) -> int:
@@ -85,6 +86,12 @@ class Live:
         sandbox at once, which ends the command in flight instead of waiting for its timeout."""
         if reason == ExitReason.INTERRUPTED or self.stop_reason is None:
             self.stop_reason = reason
+        keep = self.checkpoints.now if self.checkpoints is not None else None
+        if reason == ExitReason.INTERRUPTED and keep is not None:  # waiting on the model: keep the work so far
+            try:
+                keep()
+            except Exception:  # noqa: BLE001 - the last periodic checkpoint is still there
+                pass
         self.stop.set()
         box = self.sandbox
         if reason == ExitReason.INTERRUPTED and box is not None:
@@ -255,6 +262,7 @@ class RolloutRunner:
             produced: dict[str, Any] = {}
 
             more = self._checkpointing(task, live, scaffold, sandbox, limits, resume)
+            live.checkpoints = more.get("checkpoints")
 
             def loop() -> None:
                 try:
@@ -320,42 +328,23 @@ class RolloutRunner:
         return RolloutResult(record, episode.to_dict() if episode else None, report)
 
     def _resume_point(self, task: Task, live: Live, scaffold: Any) -> tuple[str, EpisodeState] | None:
-        """The rollout's last checkpoint (its sandbox image and episode state), where its scaffold continues
-        one and the image is still there; None: it starts from step 0."""
+        """The rollout's last checkpoint (its image, its state) where its scaffold continues one; None: step 0."""
         if self.checkpoints is None or not getattr(scaffold, "checkpoints", False):
             return None
-        found = self.checkpoints.load(task.id, live.index)
-        if found is None or self.sandboxes.image_id(found["image"]) is None:
+        found = self.checkpoints.resume_point(task.id, live.index, live.attempt, self.sandboxes.image_id)
+        if found is None:
             return None
-        # calls answered after the checkpoint: their work is lost with the kill, what they cost is not (an
-        # infrastructure retry's were counted when its attempt was discarded)
-        found = self.checkpoints.take_lost(task.id, live.index, found, count=live.attempt == 0)
-        state = EpisodeState.from_dict(found["state"])
-        live.carried = Usage.total([state.used(), *(Usage(**u) for u in state.details.get("lost_calls", []))])
-        return found["image"], state
+        image, state, live.carried = found
+        return image, state
 
     def _checkpointing(self, task: Task, live: Live, scaffold: Any, sandbox: Sandbox, limits: Any,
                        resume: tuple[str, EpisodeState] | None) -> dict[str, Any]:
         """The scaffold's `checkpoints` argument ({} where it keeps none): where to save, what to continue."""
         if self.checkpoints is None or not getattr(scaffold, "checkpoints", False):
             return {}
-        if not limits.checkpoint_every and resume is None:
-            return {}
-        state = None
-        if resume is not None:
-            state = resume[1]
-            done = len(state.steps)
-            pieces = state.details.setdefault("pieces", [{"from_step": 0}])
-            pieces.append({"from_step": done, "started_at": time.time()})
-            state.details["resumed_from"] = done
-        save = spent = None
-        if limits.checkpoint_every and isinstance(sandbox, Checkpointable):
-            save = self.checkpoints.saver(task.id, live.index, sandbox)
-            spent = self.checkpoints.journal(task.id, live.index)
-        elif limits.checkpoint_every:  # (bwrap keeps none yet): the rollout runs, and says why it has none
-            state_details = state.details if state is not None else {}
-            state_details["checkpoints"] = "this sandbox provider cannot keep a sandbox's files"
-        return {"checkpoints": Checkpoints(every=limits.checkpoint_every, save=save, resume=state, spent=spent)}
+        made = self.checkpoints.arguments(task.id, live.index, sandbox, limits.checkpoint_every,
+                                          resume[1] if resume else None)
+        return {"checkpoints": made} if made is not None else {}
 
     @staticmethod
     def _lease_gpus(task: Task, live: Live) -> tuple[gpus.Gpu, ...]:

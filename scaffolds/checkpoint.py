@@ -74,3 +74,6 @@ class Checkpoints:
     save: Callable[[EpisodeState], None] | None = None
     resume: EpisodeState | None = None
     spent: Callable[[int, CallRecord], None] | None = None
+    # set by the episode's Recorder: keep a checkpoint now if the episode waits on a model call (a stop signal
+    # came); True when one is kept
+    now: Callable[[], bool] | None = None

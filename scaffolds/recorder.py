@@ -44,6 +44,10 @@ class Recorder:
         # the scaffold's state for checkpoints; None from it: not now (it is between consistent points)
         self.state_of: Callable[[], dict[str, Any] | None] | None = None
         self._saved_at = 0  # the step count at the last checkpoint (or the one continued from)
+        self._saving: threading.Thread | None = None  # the periodic checkpoint being kept
+        self._boundary = threading.Lock()  # held while a checkpoint is taken at a call from another thread
+        self._in_call = False  # waiting on the model: the state is the one just before this call
+        self.checkpoints.now = self.checkpoint_now
         self.stop = stop or threading.Event()
         self.count_actions = count_actions
         self.details: dict[str, Any] = {}  # scaffold-specific facts for the episode (mode, condensations, ...)
@@ -98,12 +102,16 @@ class Recorder:
             self.check_limits()
             step = Step(index=len(self.steps), started_at=time.time())
             self.steps.append(step)
+            self._in_call = True
             try:
                 reply = self.model.query(messages, tools=tools, stop=stop)
             except ModelError as exc:
                 reason = {"context_window": ExitReason.CONTEXT_WINDOW,
                           "transient": ExitReason.PROVIDER_ERROR}.get(exc.kind, ExitReason.MODEL_ERROR)
                 raise EpisodeEnd(str(exc), reason) from exc
+            finally:
+                with self._boundary:  # a checkpoint taken at this call (a stop signal) ends before anything runs
+                    self._in_call = False
         finally:
             if saving is not None:  # no action runs before the sandbox is kept; what that waits is its cost
                 waited = time.perf_counter()
@@ -160,7 +168,31 @@ class Recorder:
 
         thread = threading.Thread(target=keep, name="checkpoint", daemon=True)
         thread.start()
+        self._saving = thread
         return thread
+
+    def checkpoint_now(self) -> bool:
+        """From another thread (the runner, on a stop signal): while the episode waits on a model call, keep
+        the state just before that call, so the work since the last periodic checkpoint is not lost; the reply,
+        if it comes meanwhile, waits. False when the episode is not in a call (an action is running: its state
+        is not consistent) or keeps no checkpoints."""
+        save = self.checkpoints.save
+        with self._boundary:
+            if not self._in_call or save is None or self.state_of is None:
+                return False
+            done = len(self.steps) - 1  # the step of this call is not done
+            if done <= self._saved_at:  # kept at this very call already (maybe still being kept)
+                if self._saving is not None:
+                    self._saving.join()
+                return done == self._saved_at
+            state = self.state_of()
+            if state is None:
+                return False
+            save(EpisodeState(scaffold=self.scaffold, state=copy.deepcopy(state),
+                              steps=[step_to_dict(s) for s in self.steps[:-1]], usage=self.usage.to_dict(),
+                              elapsed_s=self.elapsed, details=copy.deepcopy(self.details)))
+            self._saved_at = done
+            return True
 
     def restore(self, state: EpisodeState) -> None:
         """Continue from a checkpoint: its steps, usage and wall time are this episode's; the model's call

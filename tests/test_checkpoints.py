@@ -166,3 +166,36 @@ def test_cleanup_removes_checkpoint_images_no_file_names(tmp_path: Path) -> None
                 client().images.remove(name, force=True)
             except Exception:  # noqa: BLE001 - gone already
                 pass
+
+
+@pytest.mark.docker
+def test_a_stop_signal_keeps_the_work_of_a_rollout_waiting_on_its_model(tmp_path: Path) -> None:
+    # a model that takes 2 s per reply, and no periodic checkpoint before step 100: only the signal keeps one
+    steps = "model.steps=[" + "".join(f"{{bash: 'echo line {i} >> notes.txt', delay_s: 2}}, " for i in range(1, 7)) \
+        + "{finish: done}]"
+    args = ("scaffold=mini_swe", "tasks=smoke", "tasks.ids=[rollstats]", "rollouts=1", "model=script", steps,
+            "grade=none", "budget.checkpoint_every=100")
+    proc = start_runner(*args, out=tmp_path)
+    try:
+        def three_answered() -> bool:
+            journal = list(tmp_path.glob("runs/*/checkpoints/*.calls.jsonl"))
+            return bool(journal) and len(journal[0].read_text().splitlines()) >= 3
+
+        wait_for(three_answered, 120, "three answered calls")
+        proc.send_signal(signal.SIGTERM)
+        output, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 143, output[-2000:]
+    path = run_dir(tmp_path)
+    (kept,) = path.glob("checkpoints/*__0.json")
+    done = len(json.loads(kept.read_text())["state"]["steps"])
+    assert done >= 3  # the steps answered before the signal: its periodic checkpoint would have been at 100
+    again = runner(*args, out=tmp_path, timeout=600)
+    assert again.returncode == 0, again.stderr[-2000:]
+    (record,) = results(path)
+    assert record["exit_reason"] == "submitted" and record["steps"] == 7
+    assert record["details"]["resumed_from"] == done
+    assert all(f"+line {i}" in record["patch"] for i in range(1, 7))
+    assert not containers_of(proc.pid) and not containers_of(again.pid)  # type: ignore[attr-defined]
