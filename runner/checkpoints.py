@@ -49,11 +49,12 @@ class CheckpointDir:
 
         return spent
 
-    def take_lost(self, task_id: str, index: int, found: dict[str, Any], count: bool = True) -> dict[str, Any]:
-        """The checkpoint `found` with the calls answered after it (their work was lost) taken out of the journal,
-        so the continued episode's calls take their places, and, when `count`, their usage added to its state's
-        `details.lost_calls` (written back at once: a second kill does not forget them)."""
-        done = len(found["state"]["steps"])
+    def take_lost(self, task_id: str, index: int, found: dict[str, Any] | None, count: bool = True) -> Usage:
+        """The calls answered after the checkpoint `found` (None: all of them, the rollout starts again), whose
+        work was lost, taken out of the journal so the new piece's calls take their places; their usage is
+        returned and, when `count` and there is a checkpoint, added to its state's `details.lost_calls` (written
+        back at once: a second kill does not forget them)."""
+        done = len(found["state"]["steps"]) if found is not None else 0
         path = self.journal_path(task_id, index)
         lost, kept = Usage(), []
         try:
@@ -70,12 +71,12 @@ class CheckpointDir:
                 lost.add(call)
             else:
                 kept.append(line)
-        if count and lost.calls:
+        if count and lost.calls and found is not None:
             found["state"].setdefault("details", {}).setdefault("lost_calls", []).append(lost.to_dict())
             write_json(self.path(task_id, index), found)
         if lines:
             write_text(path, "".join(f"{line}\n" for line in kept))
-        return found
+        return lost
 
     def load(self, task_id: str, index: int) -> dict[str, Any] | None:
         """The rollout's last checkpoint ({image, state, written_at}), or None (none, unreadable, another format:
@@ -107,15 +108,18 @@ class CheckpointDir:
         return save
 
     def resume_point(self, task_id: str, index: int, attempt: int, image_id: Callable[[str], str | None]
-                     ) -> tuple[str, EpisodeState, Usage] | None:
+                     ) -> tuple[str, EpisodeState, Usage] | Usage:
         """The rollout's last checkpoint whose image is still there: its image, its state, and what the pieces
-        before used (its usage and the calls lost with the kill); None: it starts from step 0."""
+        before used (its usage and the calls lost with the kill). Without one, the usage of the calls answered
+        before a kill (all lost: it starts from step 0)."""
         found = self.load(task_id, index)
-        if found is None or image_id(found["image"]) is None:
-            return None
+        if found is not None and image_id(found["image"]) is None:
+            found = None
         # calls answered after the checkpoint: their work is lost with the kill, what they cost is not (an
         # infrastructure retry's were counted when its attempt was discarded)
-        found = self.take_lost(task_id, index, found, count=attempt == 0)
+        lost = self.take_lost(task_id, index, found, count=attempt == 0)
+        if found is None:
+            return lost if attempt == 0 else Usage()
         state = EpisodeState.from_dict(found["state"])
         carried = Usage.total([state.used(), *(Usage(**u) for u in state.details.get("lost_calls", []))])
         return found["image"], state, carried

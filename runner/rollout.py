@@ -214,7 +214,9 @@ class RolloutRunner:
                     self._await_engine(live)
                 continue
             record.infra_errors = errors
-            result.record = with_spent(record, live.spent)
+            # (the calls a kill made lost before a checkpoint it continued from are paid once, with the record)
+            lost = [Usage(**u) for u in record.details.get("lost_calls", [])]
+            result.record = with_spent(record, live.spent + lost)
             return result
         record = self._record(task, live.index, None, None, "", time.time(), attempts=len(errors))
         record.exit_reason, record.exit_message = ExitReason.INFRA_ERROR, errors[-1] if errors else ""
@@ -309,8 +311,6 @@ class RolloutRunner:
             # exit before it is done is covered by the provider's own exit hooks).
             threading.Thread(target=_close_and_release, args=(sandbox, given), daemon=True).start()
         episode: Episode | None = produced.get("episode")
-        if episode is not None:  # calls a kill made lost before a checkpoint this episode continued from
-            live.spent.extend(Usage(**u) for u in episode.details.get("lost_calls", []))
         record = self._record(task, live.index, episode, model, patch, started, attempts=live.attempt + 1)
         if no_patch:
             record.details["no_patch"] = no_patch
@@ -329,10 +329,13 @@ class RolloutRunner:
 
     def _resume_point(self, task: Task, live: Live, scaffold: Any) -> tuple[str, EpisodeState] | None:
         """The rollout's last checkpoint (its image, its state) where its scaffold continues one; None: step 0."""
+        live.carried = Usage()
         if self.checkpoints is None or not getattr(scaffold, "checkpoints", False):
             return None
         found = self.checkpoints.resume_point(task.id, live.index, live.attempt, self.sandboxes.image_id)
-        if found is None:
+        if isinstance(found, Usage):  # no checkpoint: it starts again, and what a killed piece answered is spent
+            if found.calls:
+                live.spent.append(found)
             return None
         image, state, live.carried = found
         return image, state

@@ -53,6 +53,7 @@ def test_openhands_solves_a_task_through_the_gateway(tmp_path: Path) -> None:
 
 
 @pytest.mark.docker
+@pytest.mark.slow
 @needs_312
 def test_a_step_limit_refuses_the_next_call_and_the_terminal_has_no_token(tmp_path: Path) -> None:
     # its own iteration limit is ours (--max-iterations): lifted here, so the gateway refuses the call over it

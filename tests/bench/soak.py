@@ -10,7 +10,12 @@ not JSON; `tests.faults`), and every 50th rollout's agent works against the runn
   outside mid-rollout, the Docker daemon is restarted once, and a second runner is started on the same run
   directory a third of the way in (`tests.bench.soak_chaos`);
 - uninterrupted: `--resume-rollouts` rollouts, the same faults, nothing else;
-- killed: the same command SIGKILLed at a random moment, then run again to the end.
+- killed: the same command SIGKILLed at a random moment, then run again to the end;
+- long, killed twice: `--long-rollouts` rollouts of `--long-turns` commands (45: 46 steps each) with
+  `budget.checkpoint_every=10`, the runner SIGKILLed twice at random moments and run again to the end: each
+  rollout recorded once with all its steps, continued from its checkpoints, its calls all paid (tokens =
+  the server's but for calls in flight at a kill, at most one per running rollout per kill), no checkpoint,
+  checkpoint image or container left.
 
 Targets (each PASS/FAIL; exit 0 when all pass): every planned rollout has a record with an exit reason; no
 rollout recorded twice; no container of these runs left; the runner's RSS grows under 10% from the 20th
@@ -19,7 +24,7 @@ server answered; the killed-and-resumed run ends with the same set of records as
 no traceback and the expected exit codes.
 
 usage: python -m tests.bench.soak [--rollouts 200] [--parallel 8] [--resume-rollouts 20] [--seed 1] [--keep DIR]
-                                 [--max-minutes 45]
+                                 [--max-minutes 45] [--long-rollouts 4] [--long-turns 45]
 """
 from __future__ import annotations
 
@@ -133,12 +138,13 @@ class Run:
         return (inp, out) == self.server_tokens and abs(dollars - expected) <= 1e-9 + 1e-6 * expected
 
 
-def command(server: OpenAIServer, tasks: Path, out: Path, name: str, rollouts: int, parallel: int) -> list[str]:
+def command(server: OpenAIServer, tasks: Path, out: Path, name: str, rollouts: int, parallel: int,
+            extra: tuple[str, ...] = ()) -> list[str]:
     return [sys.executable, "-m", "runner", f"output_root={out}", f"name={name}", "model=local",
             f"model.api_base={server.base_url}", "model.served_name=soak", f"model.price.input={PRICE_IN}",
             f"model.price.output={PRICE_OUT}", f"model.timeout_s={TIMEOUT_S:g}", "model.backoff_s=0.2",
             "model.backoff_max_s=2", "scaffold=mini_swe", f"tasks.selector={tasks}", f"rollouts={rollouts}",
-            f"parallel={parallel}", "grade=none"]
+            f"parallel={parallel}", "grade=none", *extra]
 
 
 # The whole bench is bounded: past this moment (time.monotonic()) a runner still going gets SIGTERM.
@@ -164,14 +170,16 @@ def launch(cmd: list[str], run_dir: Path, chaos: Chaos, rng: random.Random, tag:
 
 
 def soak(label: str, name: str, rollouts: int, parallel: int, chaos: list[Chaos], tasks: Path, out: Path,
-         seed: int) -> Run:
-    """One run (one process per entry of `chaos`, the same command each time) against a fresh server."""
-    policy = FaultPolicy(share=0.2, timeout_s=TIMEOUT_S, seed=seed, hostile_every=HOSTILE_EVERY)
+         seed: int, turns: int = 3, extra: tuple[str, ...] = ()) -> Run:
+    """One run (one process per entry of `chaos`, the same command each time) against a fresh server; its agent
+    runs `turns` commands, then submits."""
+    policy = FaultPolicy(share=0.2, timeout_s=TIMEOUT_S, seed=seed, turns=turns,
+                         hostile_every=HOSTILE_EVERY if turns == 3 else 0)
     run = Run(label, rollouts, out / "runs" / name)
     rng = random.Random(seed)
     console.print(f"[bold]{label}[/]: {rollouts} rollouts, parallel={parallel}")
     with OpenAIServer(policy=policy) as server:
-        cmd = command(server, tasks, out, name, rollouts, parallel)
+        cmd = command(server, tasks, out, name, rollouts, parallel, extra)
         (out / "runs").mkdir(parents=True, exist_ok=True)
         for i, cue in enumerate(chaos):
             if cue.second_at is not None:  # the same command, started again while this one runs
@@ -262,6 +270,35 @@ def figures(runs: list[Run]) -> Table:
     return table
 
 
+def long_targets(long: Run, turns: int, parallel: int) -> list[tuple[str, str, bool]]:
+    """The long phase: rollouts of `turns` + 1 steps with checkpoints, the runner SIGKILLed twice."""
+    steps = sorted({r.get("steps") for r in long.records})
+    resumed = sum("resumed_from" in (r.get("details") or {}) for r in long.records)
+    lost = sum(u["calls"] for r in long.records for u in (r.get("details") or {}).get("lost_calls", []))
+    sigkills = sum(p.seen.sigkilled_at_s is not None for p in long.processes)
+    left = list(long.run_dir.glob("checkpoints/*"))
+    used = long.tokens_and_cost()
+    gap = (long.server_tokens[0] - used[0], long.server_tokens[1] - used[1])
+    in_flight = sigkills * min(long.planned, parallel)
+    bound = (in_flight * 400, in_flight * 60)
+    images = subprocess.run(["docker", "images", "-q", "optrunner/checkpoint"], capture_output=True,
+                            text=True).stdout.split()
+    return [
+        (f"long rollouts ({turns + 1} steps) SIGKILLed twice: each recorded once, whole",
+         f"{len(long.keys)}/{long.planned}, steps {steps}, {resumed} continued from a checkpoint, "
+         f"{lost} calls lost and paid, {sigkills} SIGKILLs",
+         long.all_reasoned and long.duplicates == 0 and steps == [turns + 1] and resumed >= 1 and sigkills == 2),
+        # A call the server answered in the instant before a SIGKILL, still on its way to the runner, is one no
+        # record can hold: at most one per running rollout per kill (FaultPolicy answers <= 400 + 60 tokens).
+        ("long: tokens = the server's, but for calls in flight at a kill (<= 1 per rollout per kill)",
+         f"server - runner: {gap[0]} / {gap[1]} tokens (bound {bound[0]} / {bound[1]})",
+         0 <= gap[0] <= bound[0] and 0 <= gap[1] <= bound[1]),
+        ("long: no checkpoint, checkpoint image or container left",
+         f"{len(left)} files, {len(images)} images, {long.leaked} containers",
+         not left and not images and not long.leaked),
+    ]
+
+
 def targets(main: Run, plain: Run, killed: Run) -> list[tuple[str, str, bool]]:
     runs = (main, plain, killed)
     growth = rss_growth(main.processes[-1].seen, main.planned)[3]
@@ -309,6 +346,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parallel", type=int, default=8)
     parser.add_argument("--resume-rollouts", type=int, default=20)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--long-rollouts", type=int, default=4, help="rollouts of the long phase (checkpoints)")
+    parser.add_argument("--long-turns", type=int, default=45, help="commands each long rollout runs (>= 40)")
     parser.add_argument("--keep", type=Path, default=None, help="keep the runs here instead of a temp dir")
     parser.add_argument("--max-minutes", type=float, default=45.0,
                         help="time bound of the whole bench: a runner still going then is stopped (a FAIL)")
@@ -332,8 +371,13 @@ def main(argv: list[str] | None = None) -> int:
         moment = rng.uniform(*plain.record_times())  # while its rollouts are being recorded
         killed = soak("killed + resumed", "killed", args.resume_rollouts, args.parallel,
                       [Chaos(sigkill_after_s=moment), Chaos()], root / "tasks", root / "out", args.seed + 1)
-        console.print(figures([main_run, plain, killed]))
-        checks = targets(main_run, plain, killed)
+        long_parallel = min(args.parallel, 4)
+        long = soak("long, killed twice", "long", args.long_rollouts, long_parallel,
+                    [Chaos(sigkill_after_s=rng.uniform(15, 25)), Chaos(sigkill_after_s=rng.uniform(15, 25)), Chaos()],
+                    root / "tasks", root / "out", args.seed + 2, turns=args.long_turns,
+                    extra=("budget.checkpoint_every=10", f"budget.max_steps={args.long_turns + 10}"))
+        console.print(figures([main_run, plain, killed, long]))
+        checks = targets(main_run, plain, killed) + long_targets(long, args.long_turns, long_parallel)
     table = Table(title="soak: targets")
     for column in ("target", "measured", "result"):
         table.add_column(column)
