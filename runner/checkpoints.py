@@ -88,8 +88,10 @@ class CheckpointDir:
         ok = isinstance(data, dict) and isinstance(data.get("state"), dict) and data["state"].get("format") == FORMAT
         return data if ok and isinstance(data.get("image"), str) else None
 
-    def saver(self, task_id: str, index: int, sandbox: Sandbox) -> Callable[[EpisodeState], None]:
-        """What the Recorder calls with each new state: the sandbox kept, then the file, then the old image gone."""
+    def saver(self, task_id: str, index: int, sandbox: Sandbox,
+              started_from: str | None = None) -> Callable[[EpisodeState], None]:
+        """What the Recorder calls with each new state: the sandbox kept, then the file, then the old image gone
+        (but the one the sandbox started from, which it still runs on: removed with the rollout's record)."""
         if not isinstance(sandbox, Checkpointable):
             raise SandboxError("this sandbox provider cannot keep a sandbox's files (Checkpointable)")
         key = hashlib.sha1(f"{self.run_id}/{task_id}/{index}".encode()).hexdigest()[:16]
@@ -100,9 +102,12 @@ class CheckpointDir:
             image = sandbox.checkpoint(f"{IMAGE}:{key}-{len(state.steps)}",
                                        {FILE_LABEL: str(self.path(task_id, index).resolve())})
             self.root.mkdir(parents=True, exist_ok=True)
-            write_json(self.path(task_id, index), {"image": image, "written_at": time.time(),
+            older = list(before.get("older") or []) if before is not None else []
+            if before is not None and before["image"] == started_from and started_from not in older:
+                older.append(started_from)
+            write_json(self.path(task_id, index), {"image": image, "written_at": time.time(), "older": older,
                                                    "state": state.to_dict()})
-            if before is not None and before["image"] != image:
+            if before is not None and before["image"] not in (image, started_from):
                 self._remove(before["image"])
 
         return save
@@ -125,7 +130,7 @@ class CheckpointDir:
         return found["image"], state, carried
 
     def arguments(self, task_id: str, index: int, sandbox: Sandbox, every: int,
-                  resume: EpisodeState | None) -> Checkpoints | None:
+                  resume: EpisodeState | None, started_from: str | None = None) -> Checkpoints | None:
         """A scaffold run's checkpointing: where to save and journal (where the sandbox can be kept), what to
         continue; None when it neither keeps nor continues any."""
         if not every and resume is None:
@@ -141,7 +146,7 @@ class CheckpointDir:
             return Checkpoints(resume=resume)
         if not every:
             return Checkpoints(resume=resume)
-        return Checkpoints(every=every, save=self.saver(task_id, index, sandbox), resume=resume,
+        return Checkpoints(every=every, save=self.saver(task_id, index, sandbox, started_from), resume=resume,
                            spent=self.journal(task_id, index))
 
     def discard(self, task_id: str, index: int) -> None:
@@ -150,7 +155,8 @@ class CheckpointDir:
         self.path(task_id, index).unlink(missing_ok=True)
         self.journal_path(task_id, index).unlink(missing_ok=True)
         if found is not None:
-            self._remove(found["image"])
+            for image in [found["image"], *(found.get("older") or [])]:
+                self._remove(image)
 
     def _remove(self, image: str) -> None:
         try:

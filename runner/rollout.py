@@ -346,7 +346,7 @@ class RolloutRunner:
         if self.checkpoints is None or not getattr(scaffold, "checkpoints", False):
             return {}
         made = self.checkpoints.arguments(task.id, live.index, sandbox, limits.checkpoint_every,
-                                          resume[1] if resume else None)
+                                          resume[1] if resume else None, resume[0] if resume else None)
         return {"checkpoints": made} if made is not None else {}
 
     @staticmethod

@@ -44,10 +44,12 @@ def _messages(trajectory: dict) -> str:
 @pytest.mark.docker
 # (codeact's and terminus's runs are make bench's: CI stays under 45 minutes)
 @pytest.mark.parametrize("scaffold", ["mini_swe", pytest.param("codeact", marks=pytest.mark.slow),
-                                      pytest.param("terminus", marks=pytest.mark.slow)])
+                                      pytest.param("terminus", marks=pytest.mark.slow),
+                                      pytest.param("mini_swe bwrap", marks=pytest.mark.slow)])
 def test_a_rollout_killed_mid_way_continues_from_its_checkpoint_and_ends_the_same(tmp_path: Path,
                                                                                  scaffold: str) -> None:
-    ARGS = (f"scaffold={scaffold}", *globals()["ARGS"])
+    name, _, sandboxes = scaffold.partition(" ")
+    ARGS = (f"scaffold={name}", *([f"sandbox.provider={sandboxes}"] if sandboxes else []), *globals()["ARGS"])
     whole = runner(*ARGS, out=tmp_path / "whole", timeout=600)
     assert whole.returncode == 0, whole.stderr[-2000:]
     (expected,) = results(run_dir(tmp_path / "whole"))
@@ -71,6 +73,7 @@ def test_a_rollout_killed_mid_way_continues_from_its_checkpoint_and_ends_the_sam
     assert again.returncode == 0, again.stderr[-2000:]
     (record,) = results(path)
     assert record["exit_reason"] == expected["exit_reason"] == "submitted"
+    assert not record["details"].get("checkpoint_errors"), record["details"]["checkpoint_errors"]
     assert record["patch"] == expected["patch"] and "+line 12" in record["patch"]
     assert record["steps"] == expected["steps"] >= 13
     resumed = record["details"]["resumed_from"]
@@ -201,3 +204,42 @@ def test_a_stop_signal_keeps_the_work_of_a_rollout_waiting_on_its_model(tmp_path
     assert record["details"]["resumed_from"] == done
     assert all(f"+line {i}" in record["patch"] for i in range(1, 7))
     assert not containers_of(proc.pid) and not containers_of(again.pid)  # type: ignore[attr-defined]
+
+
+def _providers() -> list[str]:
+    from tests.docker_support import providers_here
+    return list(providers_here())
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("name", _providers())
+def test_a_sandbox_started_from_a_checkpoint_has_its_files_and_a_checkpoint_of_it_stands_alone(name: str) -> None:
+    from harness.sandbox.interface import Checkpointable
+    from harness.sandbox.providers import provider
+    from tests.docker_support import client, smoke_task, task_image
+
+    image = task_image(smoke_task())
+    if name == "bwrap":  # the exported directory of the same image
+        from harness.sandbox.bwrap import rootfs
+        rootfs.export(client(), image)
+    sandboxes = provider(name)
+    first, second = f"optrunner/checkpoint:conformance-{name}-1", f"optrunner/checkpoint:conformance-{name}-2"
+    try:
+        with sandboxes.start(image) as box:
+            assert isinstance(box, Checkpointable)
+            box.exec("echo one > /testbed/added.txt && rm /testbed/README.md && mkdir -p /tmp/kept/deep && "
+                     "echo deep > /tmp/kept/deep/file", timeout=30)
+            box.checkpoint(first)
+            box.exec("echo after > /testbed/late.txt", timeout=30)  # after the checkpoint: not in it
+        with sandboxes.start(first) as again:
+            shown = again.exec("cat /testbed/added.txt /tmp/kept/deep/file; ls /testbed", timeout=30).output
+            assert "one" in shown and "deep" in shown and "README.md" not in shown and "late.txt" not in shown
+            again.exec("echo two >> /testbed/added.txt", timeout=30)
+            again.checkpoint(second)  # from a sandbox that started from a checkpoint
+        sandboxes.remove_image(first)  # (the runner removes the older one once the newer exists)
+        with sandboxes.start(second) as third:
+            shown = third.exec("cat /testbed/added.txt; ls /testbed", timeout=30).output
+            assert "one\ntwo" in shown and "README.md" not in shown
+    finally:
+        for kept in (first, second):
+            sandboxes.remove_image(kept)

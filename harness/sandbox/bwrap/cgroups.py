@@ -83,3 +83,9 @@ def available() -> bool:
     """Whether sandboxes here get memory, CPU and pids limits."""
     own = _own()
     return own is not None and os.access(own.parent if own != ROOT else ROOT, os.W_OK)
+
+
+def cpu_range(part: str) -> range:
+    """One part of a cpuset ("3" or "2-5") as the CPUs it names."""
+    low, _, high = part.partition("-")
+    return range(int(low), int(high or low) + 1)

@@ -117,5 +117,10 @@ class BwrapProvider:
     def import_image(self, data: bytes) -> None:
         rootfs.unpack(data)
 
+    def remove_image(self, name: str) -> None:
+        """A sandbox's kept files (a rollout's checkpoint) removed; an exported image is never removed here."""
+        from harness.sandbox.bwrap.checkpoints import remove
+        remove(name)
+
     def cleanup(self, scope: CleanupScope = "orphans", labels: dict[str, str] | None = None) -> int:
         return registry.remove_sandboxes(scope, labels)

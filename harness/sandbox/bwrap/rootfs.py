@@ -30,6 +30,7 @@ ROOT = "_root"  # the layer's directory for / itself (what is written outside ev
 MASKED = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-")
 _exporting = threading.Lock()
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+CHECKPOINT = "checkpoint"  # meta.json's kind of a sandbox's kept files (checkpoints.py)
 
 
 @dataclass(frozen=True)
@@ -84,8 +85,20 @@ def lookup(name: str) -> Rootfs:
                            "once, or use sandbox.rootfs=host)") from None
     if meta.get("kind") == "host":
         return host_rootfs(name, layer_chain(ident), meta)
+    if meta.get("kind") == CHECKPOINT:
+        return checkpoint_rootfs(name, ident, meta)
     return Rootfs(name, (Mount("/", (ROOTFS / ident / "rootfs",)),), meta.get("env") or {},
                   meta.get("workdir") or "/", meta.get("labels") or {})
+
+
+def checkpoint_rootfs(name: str, ident: str, meta: dict[str, Any]) -> Rootfs:
+    """A sandbox's kept files (checkpoints.py): the base image's file system with the kept layers on top."""
+    base = lookup(str(meta["base"]))
+    layers = [ROOTFS / ident / "layers" / str(i) for i in range(int(meta["layers"]))]
+    mounts = tuple(Mount(m.dest, tuple(layer / m.key for layer in layers if (layer / m.key).is_dir()) + m.lowers)
+                   for m in base.mounts)
+    return Rootfs(name, mounts, base.env, base.workdir, {**base.labels, **(meta.get("labels") or {})},
+                  base.symlinks, base.masked)
 
 
 def layer_chain(ident: str) -> tuple[Path, ...]:

@@ -4,9 +4,8 @@ One sandbox is one long-lived `bwrap` process (its init, in new user, pid, ipc, 
 the task allows the network, network namespaces) over an overlay: the root file system read-only
 underneath, a writable layer of its own above (a directory of ours: what changed is read from outside,
 harness.sandbox.overlay). Every command joins those namespaces with `nsenter`, as root of the sandbox's user
-namespace: a capability there is worth nothing on the host. Run by root, the user namespace maps
-uids 0-65535 to the host's own (so the grader's fence can drop to an unprivileged user, as on Docker);
-run by another user, only that user is mapped (it is root inside).
+namespace: a capability there is worth nothing on the host. Run by root, uids 0-65535 map to the host's own (the
+grader's fence can drop to an unprivileged user, as on Docker); run by another user, only that one (root inside).
 
 Guarantees, as DockerSandbox's: a command's timeout stops it (`timeout -k 5` inside, a host backstop
 that ends the sandbox if an exec wedges anyway); output decoded without failing and capped; a dead sandbox
@@ -32,6 +31,7 @@ from harness.sandbox.archive import tar_of
 from harness.sandbox import netns, overlay
 from harness.sandbox.bwrap import cgroups, devices, hardening, outside, registry
 from harness.sandbox.bwrap.binary import bwrap_path, nsenter_path, usable
+from harness.sandbox.bwrap.checkpoints import keep
 from harness.sandbox.bwrap.rootfs import Rootfs
 from harness.sandbox.bwrap.stream import BwrapStream
 from harness.sandbox.gitdiff import take_diff
@@ -323,7 +323,7 @@ class BwrapSandbox:
 
     def pin(self, cpuset: str) -> None:
         """Move the sandbox (every process in it, and all it starts later) onto these CPUs, e.g. "1"."""
-        cpus = {int(c) for part in cpuset.split(",") for c in _cpu_range(part)}
+        cpus = {int(c) for part in cpuset.split(",") for c in cgroups.cpu_range(part)}
         self._cpus = cpuset
         for pid in outside.pids_in(self._pidns):
             try:
@@ -374,6 +374,10 @@ class BwrapSandbox:
         """End every process, keeping the files (a task layer is then taken from the writable layer)."""
         self._kill()
 
+    def checkpoint(self, name: str, labels: dict[str, str] | None = None) -> str:
+        """Its writable layers kept as a root file system `name` (`Checkpointable`): files, not processes."""
+        return keep(self.rootfs, self.upper, name, labels)
+
     def close(self) -> None:
         if self._closed:
             return
@@ -394,7 +398,3 @@ def _drain(pipe: IO[bytes], capture: OutputCapture) -> None:
     while chunk := pipe.read1(65536):  # type: ignore[attr-defined]
         capture.add(chunk)
 
-
-def _cpu_range(part: str) -> range:
-    low, _, high = part.partition("-")
-    return range(int(low), int(high or low) + 1)
