@@ -20,6 +20,7 @@ from harness.sandbox.bwrap import rootfs
 from harness.sandbox.bwrap.rootfs import CHECKPOINT, ROOTFS, Rootfs
 from harness.sandbox.interface import SandboxError
 
+
 def _ident(name: str) -> str:
     return "ckpt-" + hashlib.sha256(name.encode()).hexdigest()[:24]
 
