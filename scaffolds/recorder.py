@@ -155,9 +155,7 @@ class Recorder:
         state = self.state_of()
         if state is None:  # the scaffold is between consistent points (a hand-off): at its next call
             return None
-        snapshot = EpisodeState(scaffold=self.scaffold, state=copy.deepcopy(state),
-                                steps=[step_to_dict(s) for s in self.steps], usage=self.usage.to_dict(),
-                                elapsed_s=self.elapsed, details=copy.deepcopy(self.details))
+        snapshot = self._snapshot(state, self.steps)
         self._saved_at = done
 
         def keep() -> None:
@@ -170,6 +168,11 @@ class Recorder:
         thread.start()
         self._saving = thread
         return thread
+
+    def _snapshot(self, state: dict[str, Any], steps: list[Step]) -> EpisodeState:
+        """The episode as a checkpoint keeps it: copies, so the loop going on changes nothing kept."""
+        return EpisodeState(scaffold=self.scaffold, state=copy.deepcopy(state), steps=[step_to_dict(s) for s in steps],
+                            usage=self.usage.to_dict(), elapsed_s=self.elapsed, details=copy.deepcopy(self.details))
 
     def checkpoint_now(self) -> bool:
         """From another thread (the runner, on a stop signal): while the episode waits on a model call, keep
@@ -188,9 +191,7 @@ class Recorder:
             state = self.state_of()
             if state is None:
                 return False
-            save(EpisodeState(scaffold=self.scaffold, state=copy.deepcopy(state),
-                              steps=[step_to_dict(s) for s in self.steps[:-1]], usage=self.usage.to_dict(),
-                              elapsed_s=self.elapsed, details=copy.deepcopy(self.details)))
+            save(self._snapshot(state, self.steps[:-1]))
             self._saved_at = done
             return True
 

@@ -47,6 +47,14 @@ class AgentSpec:
     sdists: tuple[str, ...] = ()  # pypi: pure-Python requirements that ship sources only (a wheel is built here)
 
 
+def python_agent(launch: Launch, env: dict[str, str], args: list[str]) -> str:
+    """A Python agent's start: its launcher on the folder's interpreter (`python -I -S -B`: no site-packages,
+    no virtualenv, no byte code written), with these variables and arguments."""
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    return (f"{exports} \"$(cat {launch.folder}/python)\" -I -S -B {launch.folder}/launch.py "
+            f"{' '.join(shlex.quote(a) for a in args)}")
+
+
 def _mini_swe_agent(launch: Launch) -> str:
     """mini-swe-agent's own `mini` CLI in yolo mode, exiting when it submits. Its model calls go through
     litellm's OpenAI client to the gateway; the price map is the wheel's own (no download) and its cost
@@ -59,9 +67,7 @@ def _mini_swe_agent(launch: Launch) -> str:
     args = ["-y", "--exit-immediately", "-m", f"openai/{launch.model}", "-o", f"{AGENT_HOME}/mini.traj.json",
             "-c", "mini.yaml", "-c", f"model.model_kwargs.api_base={launch.base_url}/v1", "-c", "agent.cost_limit=0",
             "-c", f"agent.step_limit={launch.max_steps or 0}", *launch.extra]
-    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-    return (f"{exports} \"$(cat {launch.folder}/python)\" -I -S -B {launch.folder}/launch.py "
-            f"{' '.join(shlex.quote(a) for a in args)} -t \"$(cat {TASK_FILE})\"")
+    return python_agent(launch, env, args) + f' -t "$(cat {TASK_FILE})"'
 
 
 MINI_SWE_AGENT = AgentSpec(

@@ -13,9 +13,7 @@ summarises long histories with model calls of its own, which the gateway counts 
 """
 from __future__ import annotations
 
-import shlex
-
-from scaffolds.installed.agents import AGENT_HOME, TASK_FILE, AgentSpec, Launch
+from scaffolds.installed.agents import AGENT_HOME, TASK_FILE, AgentSpec, Launch, python_agent
 
 VERSION = "1.58.2"
 LOGS = f"{AGENT_HOME}/openhands"
@@ -28,9 +26,7 @@ def command(launch: Launch) -> str:
     if launch.max_steps:
         args += ["--max-iterations", str(launch.max_steps)]
     args += launch.extra
-    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-    return (f"{exports} \"$(cat {launch.folder}/python)\" -I -S -B {launch.folder}/launch.py "
-            f"{' '.join(shlex.quote(a) for a in args)}")
+    return python_agent(launch, env, args)
 
 
 SPEC = AgentSpec(

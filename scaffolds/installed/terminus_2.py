@@ -11,9 +11,7 @@ episode by another call, which the gateway counts as a step of its own. `--max-t
 """
 from __future__ import annotations
 
-import shlex
-
-from scaffolds.installed.agents import AGENT_HOME, TASK_FILE, AgentSpec, Launch
+from scaffolds.installed.agents import AGENT_HOME, TASK_FILE, AgentSpec, Launch, python_agent
 
 VERSION = "0.24.0"  # 0.25.0 needs certifi>=2026.10.19, which the registry here does not have yet
 LOGS = f"{AGENT_HOME}/terminus"  # its trajectory.json and the per-episode prompts and replies
@@ -29,9 +27,7 @@ def command(launch: Launch) -> str:
     if launch.max_steps:
         args += ["--max-turns", str(launch.max_steps)]
     args += launch.extra
-    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-    return (f"env -0 > {SHELL_ENV}; {exports} \"$(cat {launch.folder}/python)\" -I -S -B {launch.folder}/launch.py "
-            f"{' '.join(shlex.quote(a) for a in args)}")
+    return f"env -0 > {SHELL_ENV}; " + python_agent(launch, env, args)
 
 
 SPEC = AgentSpec(
