@@ -113,7 +113,7 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     checkpoints = getattr(sandboxes, "cleanup_checkpoints", None)
     if checkpoints is not None:  # rollout checkpoints (runner/checkpoints.py) nothing names any more
         gone = checkpoints("all" if args.all else "orphans")
-        console.print(f"removed {gone} checkpoint image(s)" + ("" if args.all else " no checkpoint file names"))
+        console.print(f"removed {gone} checkpoint(s)" + ("" if args.all else " no checkpoint file needs"))
     return 0
 
 

@@ -16,11 +16,19 @@ from typing import Any
 
 
 def write_text(path: Path, text: str) -> None:
+    _replace(path, "w", text)  # the encoding Path.write_text used: the readers' default
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    _replace(path, "wb", data)
+
+
+def _replace(path: Path, mode: str, data: str | bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
-        with open(tmp, "w") as fh:  # the encoding Path.write_text used: the readers' default
-            fh.write(text)
+        with open(tmp, mode) as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())  # the data first: a rename may reach the disk before unflushed data
         os.replace(tmp, path)

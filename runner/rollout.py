@@ -28,7 +28,7 @@ from harness.sandbox.interface import (NoPatch, PatchTooLarge, Sandbox, SandboxE
                                       pin_if_possible)
 from harness.sandbox.providers import SandboxProvider
 from harness.tasks.task import Task
-from runner.checkpoints import checkpoint_dir
+from runner.checkpoints import CheckpointDir, checkpoint_dir
 from runner.config import ConfigError, RunConf
 from harness.grader.config import patch_sha256
 from runner.records import RolloutRecord, System
@@ -171,9 +171,10 @@ class RolloutRunner:
     `cpuset`: CPUs its containers are pinned to (a Ray node keeps one CPU for timing)."""
 
     def __init__(self, conf: RunConf, run_id: str, sandboxes: SandboxProvider, cpuset: str | None = None,
-                 checkpoints: Path | None = None) -> None:
+                 checkpoints: Path | CheckpointDir | None = None) -> None:
         self.conf, self.run_id, self.sandboxes, self.cpuset = conf, run_id, sandboxes, cpuset
-        self.checkpoints = checkpoint_dir(checkpoints, run_id, sandboxes) if checkpoints is not None else None
+        self.checkpoints = checkpoint_dir(checkpoints, run_id, sandboxes) if isinstance(checkpoints, Path) \
+            else checkpoints
         self.system = System(model=conf.model.id, scaffold=conf.scaffold.id, budget=conf.budget.id)
 
     def run(self, job: RolloutJob, live: Live) -> RolloutResult:
@@ -263,7 +264,7 @@ class RolloutRunner:
                 pin_if_possible(sandbox, self.cpuset)
             produced: dict[str, Any] = {}
 
-            more = self._checkpointing(task, live, scaffold, sandbox, limits, resume)
+            more = self._checkpointing(task, live, scaffold, sandbox, limits, resume, job.image)
             live.checkpoints = more.get("checkpoints")
 
             def loop() -> None:
@@ -341,12 +342,12 @@ class RolloutRunner:
         return image, state
 
     def _checkpointing(self, task: Task, live: Live, scaffold: Any, sandbox: Sandbox, limits: Any,
-                       resume: tuple[str, EpisodeState] | None) -> dict[str, Any]:
+                       resume: tuple[str, EpisodeState] | None, base: str) -> dict[str, Any]:
         """The scaffold's `checkpoints` argument ({} where it keeps none): where to save, what to continue."""
         if self.checkpoints is None or not getattr(scaffold, "checkpoints", False):
             return {}
         made = self.checkpoints.arguments(task.id, live.index, sandbox, limits.checkpoint_every,
-                                          resume[1] if resume else None, resume[0] if resume else None)
+                                          resume[1] if resume else None, resume[0] if resume else None, base)
         return {"checkpoints": made} if made is not None else {}
 
     @staticmethod

@@ -140,37 +140,47 @@ def test_the_recorder_hands_over_a_state_every_n_steps_and_continues_from_one() 
         Recorder("codeact", _NoSandbox(), fresh, Limits()).restore(copy)  # type: ignore[arg-type]
 
 
+def _providers() -> list[str]:
+    from tests.docker_support import providers_here
+    return list(providers_here())
+
+
 @pytest.mark.docker
-def test_cleanup_removes_checkpoint_images_no_file_names(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", _providers())
+def test_cleanup_removes_the_checkpoints_no_file_needs(name: str, tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from harness.sandbox.docker.sandbox import DockerSandbox
+    from harness.sandbox.providers import provider
     from runner.checkpoints import FILE_LABEL
     from tests.docker_support import client, smoke_task, task_image
 
-    kept_file, gone_file = tmp_path / "kept.json", tmp_path / "gone.json"
-    with DockerSandbox.start(task_image(smoke_task())) as box:
-        box.exec("echo kept > /tmp/mark", timeout=30)
-        kept = box.checkpoint("optrunner/checkpoint:test-kept", {FILE_LABEL: str(kept_file)})
-        gone = box.checkpoint("optrunner/checkpoint:test-gone", {FILE_LABEL: str(gone_file)})
-    kept_file.write_text(json.dumps({"image": kept}))
+    image = task_image(smoke_task())
+    if name == "bwrap":
+        from harness.sandbox.bwrap import rootfs
+        rootfs.export(client(), image)
+    sandboxes = provider(name)
+    names = {which: f"optrunner/checkpoint:cleanup-{name}-{which}" for which in ("kept", "older", "gone")}
+    files = {which: tmp_path / f"{which}.json" for which in names}
     try:
-        # a fresh sandbox from a checkpoint holds the files it kept
-        with DockerSandbox.start(kept) as again:
+        with sandboxes.start(image) as box:
+            box.exec("echo kept > /tmp/mark", timeout=30)
+            for which, kept in names.items():
+                box.checkpoint(kept, {FILE_LABEL: str(files[which])})
+        # "older": the checkpoint a resumed sandbox still runs on, kept until its rollout is recorded
+        files["kept"].write_text(json.dumps({"image": names["kept"]}))
+        files["older"].write_text(json.dumps({"image": "optrunner/checkpoint:newer", "older": [names["older"]]}))
+        with sandboxes.start(names["kept"]) as again:  # a fresh sandbox from a checkpoint holds its files
             assert again.exec("cat /tmp/mark", timeout=30).output.strip() == "kept"
-        done = subprocess.run([sys.executable, "-m", "harness", "cleanup"], capture_output=True, text=True,
-                              cwd=Path(__file__).resolve().parent.parent)
+        done = subprocess.run([sys.executable, "-m", "harness", "cleanup", "--provider", name], capture_output=True,
+                              text=True, cwd=Path(__file__).resolve().parent.parent)
         assert done.returncode == 0, done.stderr
-        assert "checkpoint image(s)" in done.stdout + done.stderr
-        tags = {t for image in client().images.list(name="optrunner/checkpoint") for t in image.tags}
-        assert kept in tags and gone not in tags
+        assert "removed 1 checkpoint(s)" in done.stdout + done.stderr, done.stdout + done.stderr
+        assert sandboxes.has_image(names["kept"]) and sandboxes.has_image(names["older"])  # type: ignore[attr-defined]
+        assert not sandboxes.has_image(names["gone"])  # type: ignore[attr-defined]
     finally:
-        for name in (kept, gone):
-            try:
-                client().images.remove(name, force=True)
-            except Exception:  # noqa: BLE001 - gone already
-                pass
+        for kept in names.values():
+            sandboxes.remove_image(kept)  # type: ignore[attr-defined]
 
 
 @pytest.mark.docker
@@ -206,11 +216,6 @@ def test_a_stop_signal_keeps_the_work_of_a_rollout_waiting_on_its_model(tmp_path
     assert not containers_of(proc.pid) and not containers_of(again.pid)  # type: ignore[attr-defined]
 
 
-def _providers() -> list[str]:
-    from tests.docker_support import providers_here
-    return list(providers_here())
-
-
 @pytest.mark.docker
 @pytest.mark.parametrize("name", _providers())
 def test_a_sandbox_started_from_a_checkpoint_has_its_files_and_a_checkpoint_of_it_stands_alone(name: str) -> None:
@@ -243,3 +248,47 @@ def test_a_sandbox_started_from_a_checkpoint_has_its_files_and_a_checkpoint_of_i
     finally:
         for kept in (first, second):
             sandboxes.remove_image(kept)
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("name", _providers())
+def test_a_checkpoint_rebuilt_elsewhere_from_its_archives_has_its_files(name: str) -> None:
+    """What a Ray node does with another node's checkpoint: the image is not on its engine, so it is rebuilt from
+    the task image and the archives the sandboxes exported (a resumed sandbox's archive may need the one before)."""
+    from harness.sandbox.interface import Portable
+    from harness.sandbox.providers import provider
+    from tests.docker_support import client, smoke_task, task_image
+
+    image = task_image(smoke_task())
+    if name == "bwrap":
+        from harness.sandbox.bwrap import rootfs
+        rootfs.export(client(), image)
+    sandboxes = provider(name)
+    first, second = f"optrunner/checkpoint:travel-{name}-1", f"optrunner/checkpoint:travel-{name}-2"
+    try:
+        with sandboxes.start(image) as box:
+            assert isinstance(box, Portable)
+            box.exec("echo one > /testbed/added.txt && rm /testbed/README.md && mkdir -p /tmp/kept/deep && "
+                     "echo deep > /tmp/kept/deep/file && echo \"# changed\" >> /testbed/Makefile && "
+                     "ln -s added.txt /testbed/link", timeout=30)
+            box.checkpoint(first)
+            one, alone = box.export_checkpoint(first)
+        sandboxes.remove_image(first)  # type: ignore[attr-defined] - another node's: not on this engine
+        sandboxes.import_checkpoint(first, image, [one])  # type: ignore[attr-defined]
+        with sandboxes.start(first) as again:
+            shown = again.exec("cat /testbed/added.txt /tmp/kept/deep/file /testbed/link; tail -1 /testbed/Makefile;"
+                               " ls /testbed", timeout=30).output
+            assert "one\ndeep\none\n# changed\n" in shown and "README.md" not in shown
+            again.exec("echo two >> /testbed/added.txt && rm -r /tmp/kept", timeout=30)
+            again.checkpoint(second)
+            two, alone_two = again.export_checkpoint(second)
+        sandboxes.remove_image(first)  # type: ignore[attr-defined]
+        sandboxes.remove_image(second)  # type: ignore[attr-defined]
+        sandboxes.import_checkpoint(second, image, [two] if alone_two else [one, two])  # type: ignore[attr-defined]
+        with sandboxes.start(second) as third:
+            shown = third.exec("cat /testbed/added.txt; ls /testbed /tmp", timeout=30).output
+            assert "one\ntwo" in shown and "README.md" not in shown and "kept" not in shown
+        assert alone == alone_two == (name == "bwrap")  # Docker's archive holds only what changed since
+    finally:
+        for kept in (first, second):
+            sandboxes.remove_image(kept)  # type: ignore[attr-defined]

@@ -6,7 +6,9 @@ two worker raylets, all on this machine's Docker engine), through the runner's c
   container left;
 - Ctrl-C: exit 130, no container left anywhere; the same command resumes and runs only what is missing;
 - the pieces the driver shares: a node lacking an image loads it from the driver, and a 429 pause set
-  by one worker holds the others.
+  by one worker holds the others;
+- a rollout killed mid-way continues from a checkpoint whose image no node has any more, rebuilt from the
+  archives its node sent the driver.
 """
 from __future__ import annotations
 
@@ -247,3 +249,38 @@ def test_a_second_ctrl_c_exits_at_once_and_leaves_no_container(cluster: tuple[Cl
     assert proc.returncode == 130 and took < 10, (took, output[-2000:])
     # The workers die with the driver's job; what they had started is removed by then or orphaned and swept.
     wait_for(lambda: not containers_of_run("twice"), 60, "no container of the run left")
+
+
+@pytest.mark.slow  # (90 s: make bench; the rebuild itself is tests/test_checkpoints.py's, in CI)
+def test_a_checkpoint_another_node_made_is_rebuilt_from_its_archives(cluster: tuple[Cluster, list[Any]],
+                                                                     tmp_path: Path) -> None:
+    from tests.test_checkpoints import ARGS
+
+    args = (*ARGS, "scaffold=mini_swe", "name=travel", *on_cluster(cluster[0]))
+    proc = start_runner(*args, out=tmp_path)
+    kept = tmp_path / "runs" / "travel" / "checkpoints"
+
+    def checkpointed() -> bool:
+        found = list(kept.glob("*__0.json"))
+        return bool(found) and len(json.loads(found[0].read_text())["state"]["steps"]) >= 6
+
+    try:
+        wait_for(checkpointed, 180, "a checkpoint at step 6")
+    finally:
+        proc.send_signal(signal.SIGKILL)  # the driver: its workers end with it
+        proc.wait()
+    (found,) = [json.loads(p.read_text()) for p in kept.glob("*__0.json")]
+    assert found["base"].startswith("optrunner/task-rollstats") and found["archives"]
+    assert all((kept / name).is_file() for name in found["archives"])
+    for image in client().images.list(name="optrunner/checkpoint"):  # the node that made it is gone
+        client().images.remove(image.id, force=True)
+    again = runner(*args, out=tmp_path, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    (record,) = results(tmp_path / "runs" / "travel")
+    assert record["exit_reason"] == "submitted" and record["steps"] == 13
+    assert record["details"]["resumed_from"] >= 6 and not record["details"].get("checkpoint_errors")
+    # no step lost or doubled: the lines the agent appended, one per step, each once and in order
+    added = [line[1:] for line in record["patch"].splitlines() if line.startswith("+line")]
+    assert added == [f"line {i}" for i in range(1, 13)]
+    assert list(kept.iterdir()) == [] and client().images.list(name="optrunner/checkpoint") == []
+    assert not containers_of_run("travel")

@@ -228,6 +228,19 @@ class Checkpointable(Protocol):
         ...
 
 
+@runtime_checkable
+class Portable(Protocol):
+    """A capability some Checkpointable sandboxes have: a checkpoint as bytes another machine's engine rebuilds
+    it from (its provider's `import_checkpoint(name, base, archives, labels)`), e.g. for a Ray node continuing a
+    rollout another node checkpointed."""
+
+    def export_checkpoint(self, name: str) -> tuple[bytes, bool]:
+        """Checkpoint `name`, just made by `checkpoint` with nothing run since, as one archive; and whether it
+        stands alone (True) or holds only the changes since the checkpoint this sandbox started from, whose
+        archives come before it (False)."""
+        ...
+
+
 def pin_if_possible(sandbox: object, cpuset: str) -> bool:
     """Pin `sandbox` to `cpuset` when its provider can; False when it cannot."""
     if isinstance(sandbox, Pinnable):

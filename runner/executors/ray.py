@@ -7,7 +7,8 @@
   the CPU its timed runs are pinned to (`executor.reserve_timing_cpu`).
 - The driver keeps the run store, the progress display and the run cost cap. Workers report to a Board
   actor and read the driver's stop from it; the model's rate limiter is one actor for the whole run;
-  images a node lacks come from the driver's engine (ray_actors.ImageDepot).
+  images a node lacks come from the driver's engine (ray_actors.ImageDepot). Rollouts' checkpoints are kept
+  in the run's folder through an actor, with archives any node rebuilds them from (runner.checkpoints).
 - No API key passes through Ray: the runtime env carries the key variables' names, and each node's
   workers read the values from that node's environment or secrets file (ray_keys).
 - A node that dies takes its tasks with it: Ray runs them again on another node (`max_retries`), and the
@@ -103,6 +104,7 @@ class RayExecutor:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         from runner.executors import ray_node
+        from runner.checkpoints import Folder
         from runner.executors.ray_actors import Board, ImageDepot, limiter_actor
 
         self.context, self.conf = context, context.conf
@@ -118,6 +120,8 @@ class RayExecutor:
             self.depot = ray.remote(ImageDepot).options(num_cpus=0, scheduling_strategy=here).remote(
                 self.conf.sandbox.provider)
             self.limiter = limiter_actor(self.conf.model, scheduling_strategy=here)
+            self.checkpoints = None if context.checkpoints is None else ray.remote(Folder).options(
+                num_cpus=0, scheduling_strategy=here).remote(context.checkpoints)
             self._rollout = ray.remote(ray_node.run_rollout).options(
                 num_cpus=0, resources={"rollout_slot": 1}, max_retries=RETRIES)
             self._timing = ray.remote(ray_node.time_patches).options(
@@ -175,7 +179,8 @@ class RayExecutor:
             while queue and len(pending) < self.conf.parallel:
                 job = queue.popleft()
                 rollout = _on_gpus(self._rollout, job.task)
-                pending[rollout.remote(self._conf, run_id, job, self.board, self.limiter, self.depot)] = (
+                pending[rollout.remote(self._conf, run_id, job, self.board, self.limiter, self.depot,
+                                       self.checkpoints)] = (
                     job, time.monotonic())
             if pending:
                 ready, _ = ray.wait(list(pending), num_returns=1, timeout=TICK_S)

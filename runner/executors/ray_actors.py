@@ -6,6 +6,9 @@
                    `RemoteLimiter` is its stand-in inside a worker, with the same protocol
     ImageDepot     task images from the driver's engine (the run's sandbox provider's), for nodes that lack
                    one (`docker save` on the driver, `docker load` on the node; through Ray's object store)
+    Folder         the run's checkpoints folder (runner.checkpoints.Folder, as an actor): rollouts' checkpoints
+                   and their archives, written by the nodes, read by whichever node continues one;
+                   `RemoteFiles` is its stand-in inside a worker
 
 Each is small and single-purpose; a worker talks to the board about twice a second per rollout and to the
 limiter once per model call.
@@ -115,3 +118,25 @@ class ImageDepot:
 
             self.saved[image] = ray.put(provider(self.provider_name).export_image(image))  # type: ignore[attr-defined]
         return [self.saved[image]]
+
+
+class RemoteFiles:
+    """A worker's view of the driver's checkpoints folder (runner.checkpoints.Files)."""
+
+    def __init__(self, actor: Any) -> None:
+        self.actor = actor
+
+    def read(self, name: str) -> bytes | None:
+        return ray.get(self.actor.read.remote(name))
+
+    def write(self, name: str, data: bytes) -> None:
+        ray.get(self.actor.write.remote(name, data))
+
+    def append(self, name: str, line: str) -> None:
+        ray.get(self.actor.append.remote(name, line))
+
+    def remove(self, name: str) -> None:
+        ray.get(self.actor.remove.remote(name))
+
+    def where(self, name: str) -> str:
+        return ray.get(self.actor.where.remote(name))

@@ -54,11 +54,13 @@ def timing_cpuset(reserve: bool) -> str | None:
     return "0" if cpus == 2 else f"0-{cpus - 2}"
 
 
-def run_rollout(conf: RunConf, run_id: str, job: RolloutJob, board: Any, limiter: Any,
-                depot: Any) -> RolloutResult | None:
-    """One rollout on this node; None when the run is stopping (the driver drops it; a resume redoes it)."""
+def run_rollout(conf: RunConf, run_id: str, job: RolloutJob, board: Any, limiter: Any, depot: Any,
+                checkpoints: Any = None) -> RolloutResult | None:
+    """One rollout on this node; None when the run is stopping (the driver drops it; a resume redoes it).
+    `checkpoints`: the driver's checkpoints folder (an actor), where this rollout's are kept and read."""
     from harness.sandbox.providers import provider
-    from runner.executors.ray_actors import share_limiter
+    from runner.checkpoints import checkpoint_dir
+    from runner.executors.ray_actors import RemoteFiles, share_limiter
     from runner.executors.ray_keys import check_node
 
     check_node(conf.model)  # a node without the key says so once, instead of each rollout failing on auth
@@ -83,16 +85,22 @@ def run_rollout(conf: RunConf, run_id: str, job: RolloutJob, board: Any, limiter
 
     reporter = threading.Thread(target=report, name=f"board-{job.task.id}-{job.index}", daemon=True)
     reporter.start()
+    kept = None
     try:
         sandboxes = provider(conf.sandbox.provider)
-        ensure_image(job.image, depot, conf.sandbox.provider)
-        runner = RolloutRunner(conf, run_id, sandboxes, cpuset=timing_cpuset(conf.executor.reserve_timing_cpu))
+        ensure_image(job.image, depot, conf.sandbox.provider)  # (also what a checkpoint is rebuilt over)
+        if checkpoints is not None:
+            kept = checkpoint_dir(RemoteFiles(checkpoints), run_id, sandboxes, travel=True)
+        runner = RolloutRunner(conf, run_id, sandboxes, cpuset=timing_cpuset(conf.executor.reserve_timing_cpu),
+                               checkpoints=kept)
         return runner.run(job, live)
     except Interrupted:
         return None
     finally:
         stopped.set()
         board.done.remote(job.key)
+        if kept is not None:  # its checkpoint lives on in the driver's folder, as archives
+            kept.drop_local(job.task.id, job.index)
 
 
 def time_patches(job: TimingJob, depot: Any) -> list[dict[str, Any]]:
@@ -110,11 +118,16 @@ def time_patches(job: TimingJob, depot: Any) -> list[dict[str, Any]]:
 
 def sweep(run_id: str, provider_name: str) -> int:
     """Remove this run's sandboxes on this node's engine of provider `provider_name`, and those whose owning
-    process died (a worker killed with its node, a force-cancelled task). Returns how many were removed."""
+    process died (a worker killed with its node, a force-cancelled task), and the checkpoints no file of this
+    machine needs (a worker killed before it dropped its own). Returns how many sandboxes were removed."""
     from harness.sandbox.providers import provider
 
     engine = provider(provider_name)
-    return engine.cleanup("all", labels={RUN_LABEL: run_id}) + engine.cleanup("orphans")
+    removed = engine.cleanup("all", labels={RUN_LABEL: run_id}) + engine.cleanup("orphans")
+    forget = getattr(engine, "cleanup_checkpoints", None)
+    if forget is not None:
+        forget("orphans")
+    return removed
 
 
 def warm_up(model: ModelConfig | None = None) -> int:

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from harness.sandbox import kept
 from harness.sandbox.bwrap import rootfs
 from harness.sandbox.bwrap.rootfs import CHECKPOINT, ROOTFS, Rootfs
 from harness.sandbox.interface import SandboxError
@@ -40,7 +41,7 @@ def keep(started_from: Rootfs, upper: Path, name: str, labels: dict[str, str] | 
                                   text=True)
             if done.returncode != 0:
                 raise SandboxError(f"bwrap: could not keep the sandbox's files: {done.stderr.strip()[-300:]}")
-        meta = {"kind": CHECKPOINT, "name": name, "base": base, "layers": len(layers), "labels": labels or {}}
+        meta = {"kind": CHECKPOINT, "name": name, "base": base, "layers": len(layers), "labels": kept.marks(labels)}
         (partial / "meta.json").write_text(json.dumps(meta, indent=1))
         shutil.rmtree(target, ignore_errors=True)
         partial.rename(target)
@@ -48,6 +49,14 @@ def keep(started_from: Rootfs, upper: Path, name: str, labels: dict[str, str] | 
         shutil.rmtree(partial, ignore_errors=True)
     rootfs.record_name(name, ident)
     return name
+
+
+def relabel(name: str, labels: dict[str, str] | None) -> None:
+    """A checkpoint brought from another machine (rootfs.unpack) labelled as this host's: its cleanup judges it."""
+    meta_file = ROOTFS / rootfs.ident_of(name) / "meta.json"
+    meta = json.loads(meta_file.read_text())
+    meta["labels"] = kept.marks(labels)
+    meta_file.write_text(json.dumps(meta, indent=1))
 
 
 def _base_of(name: str) -> tuple[str, list[Path]]:
@@ -72,3 +81,23 @@ def remove(name: str) -> None:
         return
     shutil.rmtree(ROOTFS / ident, ignore_errors=True)
     rootfs.name_file(name).unlink(missing_ok=True)
+
+
+def remove_forgotten(everything: bool = False) -> int:
+    """Checkpoints no checkpoint file of this host needs any more (harness.sandbox.kept) removed, or every one;
+    returns how many. A half-copied one (`.ckpt-*.<pid>`, its copier killed) goes too once that process is gone."""
+    removed = 0
+    for directory in sorted(ROOTFS.glob("ckpt-*")):
+        try:
+            meta = json.loads((directory / "meta.json").read_text())
+        except (OSError, ValueError):
+            continue  # not one of ours whole: unpack() makes them whole before naming them
+        if everything or kept.forgotten(meta.get("labels") or {}, [meta.get("name", "")]):
+            remove(str(meta.get("name", "")))
+            shutil.rmtree(directory, ignore_errors=True)  # (a name recorded for another directory)
+            removed += 1
+    for partial in ROOTFS.glob(".ckpt-*.*"):
+        pid = partial.name.rpartition(".")[2]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(partial, ignore_errors=True)
+    return removed

@@ -122,5 +122,18 @@ class BwrapProvider:
         from harness.sandbox.bwrap.checkpoints import remove
         remove(name)
 
+    def import_checkpoint(self, name: str, base: str, archives: Sequence[bytes],
+                          labels: dict[str, str] | None = None) -> None:
+        """A checkpoint from another machine (`Portable`): its last archive stands alone over `base`, which
+        must be here already (the runner loads the task image first)."""
+        from harness.sandbox.bwrap.checkpoints import relabel
+        rootfs.unpack(archives[-1])
+        relabel(name, labels)
+
+    def cleanup_checkpoints(self, scope: CleanupScope = "orphans") -> int:
+        """Rollout checkpoints no checkpoint file names any more (`all`: every one)."""
+        from harness.sandbox.bwrap.checkpoints import remove_forgotten
+        return remove_forgotten(everything=scope == "all")
+
     def cleanup(self, scope: CleanupScope = "orphans", labels: dict[str, str] | None = None) -> int:
         return registry.remove_sandboxes(scope, labels)

@@ -32,7 +32,7 @@ from harness.sandbox import netns, overlay
 from harness.sandbox.bwrap import cgroups, devices, hardening, outside, registry
 from harness.sandbox.bwrap.binary import bwrap_path, nsenter_path, usable
 from harness.sandbox.bwrap.checkpoints import keep
-from harness.sandbox.bwrap.rootfs import Rootfs
+from harness.sandbox.bwrap.rootfs import Rootfs, pack
 from harness.sandbox.bwrap.stream import BwrapStream
 from harness.sandbox.gitdiff import take_diff
 from harness.sandbox.interface import (BASE_COMMIT_LABEL, GIT_DIR_LABEL, PINS_LABEL, TESTBED, WORKDIR_LABEL,
@@ -377,6 +377,10 @@ class BwrapSandbox:
     def checkpoint(self, name: str, labels: dict[str, str] | None = None) -> str:
         """Its writable layers kept as a root file system `name` (`Checkpointable`): files, not processes."""
         return keep(self.rootfs, self.upper, name, labels)
+
+    def export_checkpoint(self, name: str) -> tuple[bytes, bool]:
+        """`Portable`: a checkpoint holds the layers it inherited, so its packed directory stands alone."""
+        return pack(name), True
 
     def close(self) -> None:
         if self._closed:

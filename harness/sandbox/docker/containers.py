@@ -13,7 +13,6 @@ container's DISK_LABEL says why, and `engine_storage` tells anyone who asks).
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import signal
 import socket
@@ -23,7 +22,6 @@ import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Literal
 
 import docker
@@ -32,12 +30,11 @@ import docker.types
 import requests.exceptions
 from docker.models.containers import Container
 
+from harness.sandbox import kept
 from harness.sandbox.interface import memory_bytes
 
 LABEL = "optrunner"  # every container and image we make carries this label
 OWNER_LABEL = "optrunner.owner"  # host:pid of the process that started the container
-CHECKPOINT_HOST_LABEL = "optrunner.checkpoint.host"  # a checkpoint image: the host whose run made it
-CHECKPOINT_FILE_LABEL = "optrunner.checkpoint.file"  # and the checkpoint file that names it there
 Scope = Literal["orphans", "mine", "all"]
 
 
@@ -227,13 +224,12 @@ def remove_containers(scope: Scope = "orphans", client: docker.DockerClient | No
 
 def remove_checkpoints(scope: Scope = "orphans", client: docker.DockerClient | None = None) -> int:
     """Remove rollout checkpoint images (runner/checkpoints.py); returns how many were removed. orphans: those
-    made on this host whose checkpoint file is gone or names another image (a run directory removed, a rollout
-    recorded while the engine was away); all: every one."""
+    no checkpoint file of this host needs (harness.sandbox.kept); all: every one."""
     client = client or docker_client()
     removed = 0
     for image in client.images.list(filters={"label": f"{LABEL}=checkpoint"}):
         labels = image.labels or {}
-        if scope == "orphans" and not _checkpoint_orphaned(labels, image.tags):
+        if scope == "orphans" and not kept.forgotten(labels, image.tags):
             continue
         try:
             client.images.remove(image.id, force=True)
@@ -241,16 +237,6 @@ def remove_checkpoints(scope: Scope = "orphans", client: docker.DockerClient | N
         except docker.errors.APIError:
             pass  # already gone
     return removed
-
-
-def _checkpoint_orphaned(labels: dict[str, str], tags: list[str]) -> bool:
-    if labels.get(CHECKPOINT_HOST_LABEL) != socket.gethostname():
-        return False  # another machine's: its file is not ours to look for
-    try:
-        named = json.loads(Path(labels.get(CHECKPOINT_FILE_LABEL, "")).read_text()).get("image")
-    except (OSError, ValueError, AttributeError):
-        return True
-    return named not in tags
 
 
 def _orphaned(container: Container, host: str) -> bool:

@@ -116,8 +116,19 @@ class DockerProvider:
         with engine_errors():
             docker_client().images.load(data)
 
+    def import_checkpoint(self, name: str, base: str, archives: Sequence[bytes],
+                          labels: dict[str, str] | None = None) -> None:
+        """The checkpoint `name` rebuilt on this engine from `base` and the archives its sandboxes exported
+        (`Portable`, harness.sandbox.docker.portable), in order."""
+        from harness.sandbox.docker.portable import apply
+        with DockerSandbox.start(base) as box:
+            for archive in archives:
+                with engine_errors():
+                    apply(box.container, archive)
+            box.checkpoint(name, labels)
+
     def cleanup_checkpoints(self, scope: CleanupScope = "orphans") -> int:
-        """Rollout checkpoint images no checkpoint file names any more (`all`: every one)."""
+        """Rollout checkpoint images no checkpoint file needs any more (`all`: every one)."""
         from harness.sandbox.docker.containers import remove_checkpoints
         with engine_errors():
             return remove_checkpoints(scope)

@@ -31,10 +31,10 @@ import docker.types
 from docker.models.containers import Container
 
 from harness.gpus import Gpu
-from harness.sandbox.docker.containers import (CHECKPOINT_HOST_LABEL, LABEL, OWNER_LABEL, create_container,
+from harness.sandbox.docker.containers import (LABEL, OWNER_LABEL, create_container,
                                                docker_client, hardening_options, owner_id, track, untrack)
 from harness.sandbox.docker.stream import DockerStream
-from harness.sandbox import netns, overlay
+from harness.sandbox import kept, netns, overlay
 from harness.sandbox.archive import tar_of
 from harness.sandbox.gitdiff import take_diff
 from harness.sandbox.interface import (BASE_COMMIT_LABEL, GIT_DIR_LABEL, PINS_LABEL, TESTBED, WORKDIR_LABEL,
@@ -300,11 +300,18 @@ class DockerSandbox:
         """The container committed to the image `name` (`Checkpointable`): its files, not its processes (the
         container is paused while its layer is read, so no file is half-written in it)."""
         repository, _, tag = name.rpartition(":") if ":" in name.rsplit("/", 1)[-1] else (name, "", "latest")
-        marks = {LABEL: "checkpoint", CHECKPOINT_HOST_LABEL: socket.gethostname(), **(labels or {})}
+        marks = {LABEL: "checkpoint", **kept.marks(labels)}
         with engine_errors():
             self.container.commit(repository=repository, tag=tag, pause=True,
                                   changes=[f'LABEL {k}="{_quoted(v)}"' for k, v in marks.items()])
         return name
+
+    def export_checkpoint(self, name: str) -> tuple[bytes, bool]:
+        """`Portable`: what changed since the image it started from (harness.sandbox.docker.portable), so an
+        archive of a sandbox started from a checkpoint needs that checkpoint's archives before it."""
+        from harness.sandbox.docker.portable import export_changes
+        with engine_errors():
+            return export_changes(self.container), False
 
     def restart(self) -> None:
         """Every process killed, the container started again with its files (`Freezable`)."""
