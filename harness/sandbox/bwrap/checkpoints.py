@@ -51,6 +51,20 @@ def keep(started_from: Rootfs, upper: Path, name: str, labels: dict[str, str] | 
     return name
 
 
+class KeptLayers:
+    """A BwrapSandbox's `Checkpointable` and `Portable` sides: its writable layers (`upper`) over `rootfs`."""
+    rootfs: Rootfs
+    upper: Path
+
+    def checkpoint(self, name: str, labels: dict[str, str] | None = None) -> str:
+        """Its writable layers kept as a root file system `name`: files, not processes."""
+        return keep(self.rootfs, self.upper, name, labels)
+
+    def export_checkpoint(self, name: str) -> tuple[bytes, bool]:
+        """A checkpoint holds the layers it inherited, so its packed directory stands alone."""
+        return rootfs.pack(name), True
+
+
 def relabel(name: str, labels: dict[str, str] | None) -> None:
     """A checkpoint brought from another machine (rootfs.unpack) labelled as this host's: its cleanup judges it."""
     meta_file = ROOTFS / rootfs.ident_of(name) / "meta.json"

@@ -31,8 +31,8 @@ from harness.sandbox.archive import tar_of
 from harness.sandbox import netns, overlay
 from harness.sandbox.bwrap import cgroups, devices, hardening, outside, registry
 from harness.sandbox.bwrap.binary import bwrap_path, nsenter_path, usable
-from harness.sandbox.bwrap.checkpoints import keep
-from harness.sandbox.bwrap.rootfs import Rootfs, pack
+from harness.sandbox.bwrap.checkpoints import KeptLayers
+from harness.sandbox.bwrap.rootfs import Rootfs
 from harness.sandbox.bwrap.stream import BwrapStream
 from harness.sandbox.gitdiff import take_diff
 from harness.sandbox.interface import (BASE_COMMIT_LABEL, GIT_DIR_LABEL, PINS_LABEL, TESTBED, WORKDIR_LABEL,
@@ -46,7 +46,7 @@ IDS = 65536  # uids and gids mapped when run by root
 _NOT_FOUND, _IS_DIR, _NOT_DIR = 44, 45, 46  # exit codes of the file helpers below
 
 
-class BwrapSandbox:
+class BwrapSandbox(KeptLayers):
     """A running bubblewrap sandbox over a root file system. Use `BwrapSandbox.start(rootfs)`; always close()."""
 
     def __init__(self, directory: Path, rootfs: Rootfs, limits: SandboxLimits) -> None:
@@ -373,14 +373,6 @@ class BwrapSandbox:
     def stop(self) -> None:
         """End every process, keeping the files (a task layer is then taken from the writable layer)."""
         self._kill()
-
-    def checkpoint(self, name: str, labels: dict[str, str] | None = None) -> str:
-        """Its writable layers kept as a root file system `name` (`Checkpointable`): files, not processes."""
-        return keep(self.rootfs, self.upper, name, labels)
-
-    def export_checkpoint(self, name: str) -> tuple[bytes, bool]:
-        """`Portable`: a checkpoint holds the layers it inherited, so its packed directory stands alone."""
-        return pack(name), True
 
     def close(self) -> None:
         if self._closed:
