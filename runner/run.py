@@ -34,7 +34,7 @@ from runner.provenance import collect as collect_provenance
 from runner.records import ResultRecord, RolloutRecord
 from runner.report import write_reports
 from runner.rollout import RolloutJob, RolloutResult, make_job
-from scaffolds import agent_images
+from scaffolds import agent_images, keeps_checkpoints
 from runner.store import RunStore
 from scaffolds.exits import RETRIED, ExitReason
 
@@ -166,6 +166,9 @@ class Runner:
             print(f"resuming {self.store.root}: {len(done_before)} rollouts already finished, {len(todo)} to run"
                   + (f" ({len(again)} of them infrastructure failures, run again)" if again else "")
                   + (f"; removed {removed} leftover containers" if removed else ""), flush=True)
+        if self.conf.budget.checkpoint_every and not keeps_checkpoints(self.conf.scaffold.name):
+            print(f"note: scaffold {self.conf.scaffold.id} keeps no checkpoints (an agent CLI's conversation is its "
+                  "own process's): an interrupted rollout starts again from step 0", flush=True)
         self.grader = Grader(self.store, self.conf.grading, images, self.sandboxes, timing=self.executor.time_patches,
                              retry_errors=self.conf.retry_errors)
         self.tasks = {t.id: t for t in tasks}

@@ -35,6 +35,12 @@ def _classes(name: str) -> tuple[type, type]:
     return getattr(module, scaffold_cls), getattr(module, config_cls)
 
 
+def keeps_checkpoints(name: str) -> bool:
+    """Whether the scaffold's run takes `checkpoints` (scaffolds/checkpoint.py): an installed agent CLI's
+    conversation lives in its own process, which no checkpoint holds."""
+    return bool(getattr(_classes(name)[0], "checkpoints", False))
+
+
 def make_config(name: str, options: dict[str, Any] | None = None) -> Any:
     """The scaffold's config from options; ValueError (one line) naming an unknown option or a bad value."""
     _scaffold, config_cls = _classes(name)

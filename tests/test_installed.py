@@ -23,8 +23,10 @@ def _served(record: dict) -> list[dict]:
 
 @pytest.mark.docker
 def test_upstream_mini_swe_agent_solves_a_task_through_the_gateway(tmp_path: Path) -> None:
-    done = runner(*MINI, "model=oracle", "grading.rounds=2", out=tmp_path, timeout=1200)
+    done = runner(*MINI, "model=oracle", "grading.rounds=2", "budget.checkpoint_every=2", out=tmp_path, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
+    # an agent CLI's conversation is its own process's: no checkpoint, and the run says so
+    assert "keeps no checkpoints" in done.stdout and not list(run_dir(tmp_path).glob("checkpoints/*"))
     (record,) = results(run_dir(tmp_path))
     assert record["exit_reason"] == "submitted" and record["exit_message"] == "the agent exited with status 0"
     assert record["details"]["agent"]["exit_code"] == 0 and record["details"]["agent"]["version"] == "2.4.6"
