@@ -85,6 +85,7 @@ bench: images browser
 	$(PY) -m tests.bench.sidebyside
 	$(PY) -m tests.bench.gateway
 	$(PY) -m tests.bench.checkpoints
+	$(PY) -m tests.bench.checkpoints --provider bwrap
 	$(PY) -m tests.bench.runner
 	$(PY) -m tests.bench.grading $(if $(FULL),--full,)
 	$(PY) -m tests.bench.sessions

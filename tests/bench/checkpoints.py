@@ -8,7 +8,10 @@ answers, so only what outlasts the call is added to the step).
 Figures per task: a step's median time (model call and action) without checkpoints, each checkpoint's time,
 what the steps waited for them, and that wait per step as a share of the median step. Target: under 5 %.
 
+`--provider bwrap` runs the same on bubblewrap sandboxes (a checkpoint copies the overlay's writable layers).
+
 usage: python -m tests.bench.checkpoints [--tasks smoke] [--steps 30] [--every 10] [--latency 1.0]
+                                         [--provider docker|bwrap]
 Figures are printed and written to outputs/bench/checkpoints-<time>.json.
 """
 from __future__ import annotations
@@ -28,9 +31,8 @@ from harness.models.scripted.steps import oracle_steps
 from harness.sandbox.docker.containers import docker_client
 from harness.sandbox.docker.engine import ensure_engine
 from harness.sandbox.docker.images import BaseImageSpec
-from harness.sandbox.docker.provider import DockerProvider
-from harness.sandbox.docker.sandbox import DockerSandbox
 from harness.sandbox.docker.task_images import ensure_images
+from harness.sandbox.providers import SandboxProvider, provider
 from harness.tasks import Task, select_tasks
 from runner.checkpoints import CheckpointDir
 from scaffolds import make_scaffold
@@ -48,11 +50,12 @@ def _steps(task: Task, n: int, latency: float) -> list[dict[str, Any]]:
     return [{**step, "delay_s": latency} if latency else step for step in steps]
 
 
-def _episode(task: Task, image: str, steps: list[dict[str, Any]], every: int) -> dict[str, Any]:
+def _episode(sandboxes: SandboxProvider, task: Task, image: str, steps: list[dict[str, Any]],
+             every: int) -> dict[str, Any]:
     model = Model(ModelConfig(name="scripted/script", attempts=1), script=Script(steps=steps))
     times: list[float] = []
-    with tempfile.TemporaryDirectory() as root, DockerSandbox.start(image) as box:
-        store = CheckpointDir(Path(root), f"bench-{time.time_ns()}", DockerProvider().remove_image)
+    with tempfile.TemporaryDirectory() as root, sandboxes.start(image) as box:
+        store = CheckpointDir(Path(root), f"bench-{time.time_ns()}", sandboxes.remove_image)  # type: ignore[attr-defined]
         save = store.saver(task.id, 0, box)
 
         def timed(state: EpisodeState) -> None:
@@ -76,27 +79,33 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--every", type=int, default=10)
     parser.add_argument("--latency", type=float, default=1.0, help="seconds the slower model takes per reply")
+    parser.add_argument("--provider", default="docker", choices=["docker", "bwrap"])
     args = parser.parse_args(argv)
     ensure_engine()
     tasks = select_tasks(args.tasks)
     images = ensure_images(docker_client(), tasks, BaseImageSpec(), progress=lambda m: None)
+    if args.provider == "bwrap":  # the same images, exported as root file systems
+        from harness.sandbox.bwrap import rootfs
+        for task in tasks:
+            rootfs.export(docker_client(), images[task.id].agent)
+    sandboxes = provider(args.provider)
     rows: dict[str, Any] = {}
     for latency in (0.0, args.latency):
         for task in tasks:
             steps = _steps(task, args.steps, latency)
-            plain = _episode(task, images[task.id].agent, steps, 0)
-            kept = _episode(task, images[task.id].agent, steps, args.every)
+            plain = _episode(sandboxes, task, images[task.id].agent, steps, 0)
+            kept = _episode(sandboxes, task, images[task.id].agent, steps, args.every)
             per_step = sum(kept["waited_s"]) / max(1, kept["steps"])
             share = per_step / plain["step_median_s"]
             rows[f"{task.id}@{latency:g}s"] = {"without": plain, "with": kept, "wait_per_step_s": per_step,
                                                "share": share}
-            print(f"{task.id}, model latency {latency:g} s: {plain['steps']} steps, median step "
+            print(f"{args.provider}: {task.id}, model latency {latency:g} s: {plain['steps']} steps, median step "
                   f"{plain['step_median_s'] * 1000:.0f} ms; {len(kept['checkpoints_s'])} checkpoints at "
                   f"every={args.every}: {', '.join(f'{t * 1000:.0f}' for t in kept['checkpoints_s'])} ms, the steps "
                   f"waited {', '.join(f'{t * 1000:.0f}' for t in kept['waited_s'])} ms; per step {per_step * 1000:.1f} "
                   f"ms = {share:.1%} of the median step ({'PASS' if share < 0.05 else 'FAIL'} < 5%)", flush=True)
     OUT_DIR.mkdir(parents=True, exist_ok=True)
-    out = OUT_DIR / f"checkpoints-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out = OUT_DIR / f"checkpoints-{args.provider}-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.write_text(json.dumps(rows, indent=1))
     print(f"figures: {out}")
     return rows
