@@ -7,7 +7,7 @@ TASKS  ?= suite
 
 GSOBENCH := $(VENV)/gsobench
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-.PHONY: venv docker images gsobench browser hostpython cputorch gpu-wheels test unit lint docs wheel-check demo bench cleanup
+.PHONY: venv docker images gsobench browser hostpython cputorch gpu-wheels test unit lint docs wheel-check demo bench latex cleanup
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
@@ -78,7 +78,13 @@ wheel-check: images
 demo: images
 	$(VENV)/bin/optrunner run tasks=smoke rollouts=2
 
-bench: images browser
+# pdflatex (TeX Live from Debian, ~1 min): tests/test_tables.py compiles systems.tex where it is installed, and
+# checks the table's structure elsewhere; make bench installs it, make test does not (CI time).
+latex:
+	command -v pdflatex >/dev/null || (apt-get update -qq && apt-get install -y -qq --no-install-recommends \
+		texlive-latex-base texlive-latex-recommended)
+
+bench: images browser latex
 	$(PY) -m pytest -q -m slow
 	$(PY) -m tests.bench
 	$(PY) -m tests.bench.scaffolds

@@ -9,6 +9,7 @@ grading.py   a run's gradings                  grade.py     `optrunner grade RUN
 report.py    report.json / report.md           progress.py  the live display
 study.py     runs loaded for comparison        aggregate.py `optrunner aggregate`
 plots.py     the study plots                   truncate.py  post-hoc step truncation
+tables.py    CSV / LaTeX / parquet tables      checkpoints.py  rollouts' checkpoints (resume mid-episode)
 judge.py     `optrunner judge`                 view.py      `optrunner view` (pages/: the HTML)
 cli.py       the `optrunner` command: one entry point over all of the above
 """

@@ -1,9 +1,15 @@
-"""`python -m runner.aggregate DIR ... [--out OUT] [--k 3] [--truncate-steps 25,50,100]`
+"""`python -m runner.aggregate DIR ... [--out OUT] [--k 3] [--truncate-steps 25,50,100] [--resamples 2000]
+[--level 0.95] [--seed 0] [--bootstrap tasks|tasks+rollouts]`
 
 Reads run directories from disk (a sweep folder, run folders, or any folder holding them), never from
 Hydra's in-memory state: a sweep whose job failed still aggregates. Writes `aggregate.json`
-(with each run's provenance under `runs`), `aggregate.md` (one line when the runs came from different tool
-revisions or machines) and PNG plots into OUT (default: `<first DIR>/aggregate`).
+(with each run's provenance under `runs`, and the bootstrap's settings under `intervals`), `aggregate.md`
+(one line when the runs came from different tool revisions or machines), the tables (runner.tables:
+systems.csv, systems.tex, rollouts.csv and .parquet) and the plots (runner.plots: PNG, PDF and SVG) into OUT
+(default: `<first DIR>/aggregate`).
+
+Opt@K, Avg@k and Best@k carry percentile bootstrap intervals, and every two systems are compared by a paired
+bootstrap over the same resampled tasks (harness.metrics.bootstrap).
 
 One row per system (model x scaffold x budget; the scaffold id names its prompt variant). Runs over
 different task sets, ungraded runs, or two runs of the same system are refused with one line: numbers
@@ -22,80 +28,33 @@ from typing import Any
 
 from harness import metrics
 from harness.atomic import write_json, write_text
-from harness.metrics.summary import Summary, summarize
+from harness.metrics.bootstrap import Settings
 from harness.sandbox.interface import SandboxError
-from runner import provenance
+from runner import provenance, tables
 from runner.config import ConfigError
 from runner.store import RunStore
-from runner.study import Run, check_comparable, find_runs, load_run, scores_of, successes_of
+from runner.study import Run, check_comparable, find_runs, load_run, successes_of
 
 
 def system_row(run: Run, k: int) -> dict[str, Any]:
-    """One system's row: the summary numbers (harness.metrics.summary) at k = 1, k and N."""
-    n = run.n
-    kk = min(k, n)
-    by_task = run.slots()
-    s = summarize({t: [r.metrics() if r else None for r in rows] for t, rows in by_task.items()}, ks=sorted({1, kk, n}))
-    assert s.opt_at_k is not None and s.avg_at_k is not None and s.best_at_k is not None
-    success = successes_of(run)
-    solved_any = {t for t, v in success.items() if any(v)}
-    finished = [r for rows in by_task.values() for r in rows if r is not None]
-    known = [r.cost_usd for r in finished if r.cost_usd is not None]
-    wasted = sum(r.cost_usd for r in finished if r.cost_usd is not None and r.instance_id not in solved_any)
-    scores = scores_of(run)
-    return {
-        "system": run.label, "model": run.conf.model.id, "scaffold": run.conf.scaffold.id,
-        "budget": run.conf.budget.id, "max_steps": run.conf.budget.max_steps, "approximate": run.approximate,
-        "run": str(run.path), "tasks": len(run.task_ids), "rollouts": n, "finished": s.n_rollouts, "k": kk,
-        "opt_at_1": s.opt_at_k["1"], f"opt_at_{n}": s.opt_at_k[str(n)], "opt_at_K": s.opt_at_k[str(n)],
-        "opt_at_K_first": s.opt_at_k_first[str(n)] if s.opt_at_k_first else None,
-        "avg_at_k": s.avg_at_k[str(kk)], "best_at_k": s.best_at_k[str(kk)],
-        "mean_steps": s.mean_steps, "wall_time_s": s.wall_time_s,
-        "tokens": {"input": s.tokens["input"], "cached": s.tokens["cached"], "output": s.tokens["output"]},
-        "cost_usd": s.cost_usd if known else None, "cost_known": s.cost_known,
-        "cost_per_rollout": s.cost_per_rollout, "solved_tasks": s.solved_tasks,
-        "cost_per_solved_task": s.cost_per_solved_task,
-        "cost_share_unsolved": wasted / sum(known) if known and sum(known) > 0 else None,
-        "per_task": {t: {"avg_at_k": sum(scores[t]) / n, "opt_at_K": metrics.opt_at_k(n, sum(success[t]), n)}
-                     for t in run.task_ids},
-        **_credited(s, kk, n),
-        **_judged(run, n),
-    }
+    """One system's row: the summary numbers (harness.metrics.summary) at k = 1, k and N (runner.tables)."""
+    return tables.system_row(run.label, run.conf, run.slots(), run.path, k, run.approximate, _judges(run))
 
 
-def _judged(run: Run, n: int) -> dict[str, Any]:
-    """Per judge of this run (runner.judging): Opt@K with judged hacks not credited, and ISO-Bench's
-    soft metrics; only when the run was judged."""
+def _judges(run: Run) -> dict[str, Any]:
+    """Per judge of this run (runner.judging): Opt@K with judged hacks not credited, and ISO-Bench's soft
+    metrics; none for a truncation, which no judge has seen."""
     from runner.judging import summaries
 
     if run.approximate:
         return {}
-    found = summaries(RunStore(run.path), run.slots(), sorted({1, n}))
-    judges = {}
-    for judge_id, j in found.items():
-        if judge_id.startswith("_"):
-            continue
-        soft = j["soft"]
-        judges[judge_id] = {"model": j["model"], "opt_at_1": j["adjusted_opt_at_k"]["1"],
-                            "opt_at_K": j["adjusted_opt_at_k"][str(n)], "reason": j["adjusted_reason"],
-                            "hard_success": soft["hard_success"], "true_success": soft["true_success"],
-                            "gap": soft["gap"], "quadrants": soft["quadrants"], "approaches": soft["approaches"],
-                            "cost_usd": j["cost_usd"]}
-    return {"judges": judges} if judges else {}
+    return summaries(RunStore(run.path), run.slots(), sorted({1, run.n}))
 
 
-def _credited(s: Summary, kk: int, n: int) -> dict[str, Any]:
-    """The row's numbers with hack suspects not credited; only when some rollout was flagged."""
-    if not s.hack_suspects or s.credited is None:
-        return {}
-    c = s.credited
-    return {"hack_suspects": s.hack_suspects,
-            "credited": {"opt_at_1": c["opt_at_k"]["1"], "opt_at_K": c["opt_at_k"][str(n)],
-                         "avg_at_k": c["avg_at_k"][str(kk)], "best_at_k": c["best_at_k"][str(kk)],
-                         "solved_tasks": c["solved_tasks"]}}
-
-
-def aggregate(runs: list[Run], k: int = 3) -> dict[str, Any]:
+def aggregate(runs: list[Run], k: int = tables.DEFAULT_K, settings: Settings | None = None) -> dict[str, Any]:
+    """The study: a row per system with its bootstrap intervals (`ci`), Dominance, the curves (Opt@k with
+    its interval at each k), the paired comparisons of every two systems, and each run's provenance."""
+    settings = settings or Settings()
     rows = [system_row(run, k) for run in runs]
     if len(rows) >= 2:
         dom = metrics.dominance({row["system"]: {t: v["avg_at_k"] for t, v in row["per_task"].items()}
@@ -104,12 +63,17 @@ def aggregate(runs: list[Run], k: int = 3) -> dict[str, Any]:
         dom = {row["system"]: None for row in rows}
     for row in rows:
         row["dominance"] = dom[row["system"]]
+    order = runs[0].task_ids  # every run covers the same tasks (check_comparable); one order for the bootstrap
+    intervals = tables.add_intervals(rows, {run.label: tables.outcomes(run.slots(), order) for run in runs}, k,
+                                     settings)
     curves = {run.label: {"opt_p_at_1": [(p, metrics.suite_opt_at_k(successes_of(run, p), 1))
                                          for p in [i / 20 for i in range(21)]],
                           "opt_at_k": [(kk, metrics.suite_opt_at_k(successes_of(run), kk))
-                                       for kk in range(1, run.n + 1)]}
+                                       for kk in range(1, run.n + 1)],
+                          "opt_at_k_ci": [list(point) for point in intervals.curve[run.label]]}
               for run in runs}
-    return {"k": k, "tasks": runs[0].task_ids, "systems": rows, "curves": curves, "runs": run_provenance(runs)}
+    return {"k": k, "tasks": runs[0].task_ids, "intervals": settings.to_dict(), "systems": rows, "curves": curves,
+            "comparisons": [c.to_dict() for c in intervals.comparisons], "runs": run_provenance(runs)}
 
 
 def run_provenance(runs: list[Run]) -> list[dict[str, Any]]:
@@ -131,10 +95,23 @@ def _usd(value: float | None, known: bool = True) -> str:
     return "unknown" if value is None else f"${value:.4f}" + ("" if known else "+?")
 
 
+def _ci(row: dict[str, Any], metric: str) -> str:
+    bounds = (row.get("ci") or {}).get(metric)
+    return _f(row[metric]) + (f" [{bounds[0]:.3f}, {bounds[1]:.3f}]" if bounds else "")
+
+
+def _intervals_line(settings: dict[str, Any] | None) -> str:
+    if not settings:
+        return ""
+    return (f" [lo, hi]: {settings['level'] * 100:g}% {settings['method']} ({settings['resamples']} resamples, "
+            f"seed {settings['seed']}).")
+
+
 def render_markdown(result: dict[str, Any]) -> str:
     k = result["k"]
     lines = ["# Aggregate", "", f"{len(result['tasks'])} tasks: {', '.join(result['tasks'])}. "
-             f"Avg@k and Best@k with k = {k} (or N when a system has fewer rollouts); Dominance over Avg@k.", ""]
+             f"Avg@k and Best@k with k = {k} (or N when a system has fewer rollouts); Dominance over Avg@k."
+             + _intervals_line(result.get("intervals")), ""]
     if mixed := provenance.mixed_line([run["provenance"] for run in result.get("runs") or []]):
         lines += [mixed, ""]
     if any(row["approximate"] for row in result["systems"]):
@@ -147,8 +124,8 @@ def render_markdown(result: dict[str, Any]) -> str:
         tokens = row["tokens"]
         lines.append(
             f"| {row['system']}{' *' if row['approximate'] else ''} | {row['tasks']} | {row['rollouts']} | "
-            f"{_f(row['opt_at_1'])} | {_f(row['opt_at_K'])} (K={row['rollouts']}) | {_f(row['avg_at_k'])} | "
-            f"{_f(row['best_at_k'])} | {_f(row['dominance'])} | {_f(row['mean_steps'], 1)} | "
+            f"{_f(row['opt_at_1'])} | {_ci(row, 'opt_at_K')} (K={row['rollouts']}) | {_ci(row, 'avg_at_k')} | "
+            f"{_ci(row, 'best_at_k')} | {_f(row['dominance'])} | {_f(row['mean_steps'], 1)} | "
             f"{row['wall_time_s']:.0f} | {tokens['input']}/{tokens['cached']}/{tokens['output']} | "
             f"{_usd(row['cost_per_rollout'], row['cost_known'])} | "
             f"{_usd(row['cost_per_solved_task'], row['cost_known']) if row['solved_tasks'] else '-'} | "
@@ -181,9 +158,34 @@ def render_markdown(result: dict[str, Any]) -> str:
                   + " / ".join(str(j["quadrants"][q]) for q in ("Q1", "Q2", "Q3", "Q4")) + " | "
                   + " / ".join(str(c) for c in j["approaches"].values()) + f" | {_usd(j['cost_usd'])} |"
                   for row, judge_id, j in judged]
+    lines += _comparison_lines(result)
+    if result.get("tables"):
+        lines += ["", "## Tables", "", "For a paper: `systems.tex` (booktabs; `\\input` it), `systems.csv`, and "
+                  "one row per rollout in `rollouts.csv` (and `rollouts.parquet` with pyarrow).", ""]
+        lines += [f"- `{name}`" for name in result["tables"]]
     if result.get("plots"):
-        lines += ["", "## Plots", ""] + [f"- `{name}`" for name in result["plots"]]
+        lines += ["", "## Plots", "", "Each also as PDF and SVG, one paper column wide.", ""]
+        lines += [f"- `{name}`" for name in result["plots"]]
     return "\n".join(lines) + "\n"
+
+
+NAMES = {"opt_at_K": "Opt@K", "avg_at_k": "Avg@k", "best_at_k": "Best@k"}
+
+
+def _comparison_lines(result: dict[str, Any]) -> list[str]:
+    """Every two systems on each metric: paired over the same resampled tasks."""
+    found = result.get("comparisons") or []
+    if not found:
+        return []
+    level = result["intervals"]["level"] * 100
+    lines = ["", "## Paired comparisons", "",
+             f"A - B on the same resampled tasks: the difference, its {level:g}% interval, and the share of "
+             "resamples where A is above B, where they tie, and where B is above A.", "",
+             "| A | B | metric | A - B | interval | A above | tie | B above |", "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {c['a']} | {c['b']} | {NAMES[c['metric']]} | {c['difference']:+.3f} | "
+              f"[{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}] | {c['a_better']:.3f} | {c['tie']:.3f} | {c['b_better']:.3f} |"
+              for c in found]
+    return lines
 
 
 DESCRIPTION = "Compare runs: one row per system (model x scaffold x budget), plots, aggregate.html."
@@ -192,8 +194,15 @@ DESCRIPTION = "Compare runs: one row per system (model x scaffold x budget), plo
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dirs", nargs="+", type=Path, help="run directories, sweep directories, or folders of them")
     parser.add_argument("--out", type=Path, help="output folder (default: <first dir>/aggregate)")
-    parser.add_argument("--k", type=int, default=3, help="k of Avg@k and Best@k (AutoLab: 3)")
+    parser.add_argument("--k", type=int, default=tables.DEFAULT_K, help="k of Avg@k and Best@k (AutoLab: 3)")
     parser.add_argument("--truncate-steps", default="", help="e.g. 25,50,100: grade rollouts as of those steps")
+    d = Settings()
+    parser.add_argument("--resamples", type=int, default=d.resamples,
+                        help=f"bootstrap resamples (default {d.resamples})")
+    parser.add_argument("--level", type=float, default=d.level, help=f"interval level (default {d.level})")
+    parser.add_argument("--seed", type=int, default=d.seed, help=f"bootstrap seed (default {d.seed})")
+    parser.add_argument("--bootstrap", choices=("tasks", "tasks+rollouts"), default="tasks",
+                        help="resample tasks (default), or tasks and then rollouts within each drawn task")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -206,6 +215,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.k < 1:
             raise ConfigError(f"--k must be at least 1, got {args.k}")
+        settings = Settings(args.resamples, args.level, args.seed, rollouts=args.bootstrap == "tasks+rollouts")
         steps = [int(s) for s in args.truncate_steps.split(",") if s.strip()] if args.truncate_steps else []
         runs = [load_run(p) for p in find_runs(args.dirs)]
         check_comparable(runs)
@@ -213,10 +223,13 @@ def run(args: argparse.Namespace) -> int:
             from runner.truncate import truncated_runs
 
             runs += truncated_runs(runs, steps)
-        result = aggregate(runs, args.k)
+        result = aggregate(runs, args.k, settings)
         out = args.out or (args.dirs[0] / "aggregate")
         from runner.plots import write_plots  # matplotlib: only once there is something to draw
 
+        result["tables"] = tables.write_tables(out, result["systems"], [
+            row for run in runs for row in tables.rollout_rows(run.label, run.conf, run.slots(), run.approximate)],
+            result["intervals"])
         result["plots"] = write_plots(result, runs, out)
         write_json(out / "aggregate.json", result)
         write_text(out / "aggregate.md", render_markdown(result))

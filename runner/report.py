@@ -18,7 +18,7 @@ from harness.metrics import opt_at_k
 from harness.metrics.summary import summarize
 from harness.sandbox.interface import TaskImages
 from harness.sandbox.providers import SandboxProvider, provider
-from runner import judging, provenance
+from runner import judging, provenance, tables
 from runner.config import RunConf
 from runner.pages import write_run_pages
 from runner.records import ResultRecord, RunSummary
@@ -198,6 +198,12 @@ def write_reports(store: RunStore, conf: RunConf, task_ids: list[str], images: d
     if conf.grade != "none":
         store.write_gso_reports(records, conf.model.name, task_ids)
     try:
+        write_tables(store.root, conf, slots(records, task_ids, conf.rollouts), report.get("judges"))
+    except OSError:
+        raise  # a full disk or a read-only directory: the command's own one line
+    except Exception as err:  # noqa: BLE001 - the tables repeat report.json's numbers; it is written already
+        print(f"warning: the table files were not written ({type(err).__name__}: {err})", file=sys.stderr)
+    try:
         write_run_pages(store.root)  # report.html and a page per rollout's trajectory
     except OSError:
         raise  # a full disk or a read-only directory: the command's own one line
@@ -205,6 +211,22 @@ def write_reports(store: RunStore, conf: RunConf, task_ids: list[str], images: d
         print(f"warning: the HTML pages were not written ({type(err).__name__}: {err}); "
               f"python -m runner.view {store.root} tries again", file=sys.stderr)
     return report
+
+
+def write_tables(root: Path, conf: RunConf, by_task: dict[str, list[ResultRecord | None]],
+                 judges: dict[str, Any] | None) -> list[str]:
+    """The run's table files, as `runner.aggregate` writes a study's: this run as one system with its
+    bootstrap intervals (systems.csv, systems.tex; only once graded) and one row per rollout (rollouts.csv,
+    and .parquet with pyarrow)."""
+    from harness.metrics.bootstrap import Settings  # numpy: only once there is a report to write
+
+    label, settings = tables.system_label(conf), Settings()
+    systems = []
+    if conf.grade != "none" and by_task:
+        row = tables.system_row(label, conf, by_task, root, tables.DEFAULT_K, judges=judges)
+        tables.add_intervals([row], {label: tables.outcomes(by_task, list(by_task))}, tables.DEFAULT_K, settings)
+        systems.append(row)
+    return tables.write_tables(root, systems, tables.rollout_rows(label, conf, by_task), settings.to_dict())
 
 
 COPY = "a writable copy of the run directory"

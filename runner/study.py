@@ -10,6 +10,7 @@ from runner.plan import select
 from runner.records import ResultRecord
 from runner.report import slots
 from runner.store import RunStore
+from runner.tables import system_label
 
 
 @dataclass
@@ -28,10 +29,6 @@ class Run:
     def slots(self) -> dict[str, list[ResultRecord | None]]:
         """task -> the record of each rollout index (None where it is missing)."""
         return slots(self.records, self.task_ids, self.n)
-
-
-def system_label(conf: RunConf) -> str:
-    return f"{conf.model.id} x {conf.scaffold.id} x {conf.budget.id}"
 
 
 def find_runs(paths: list[Path]) -> list[Path]:

@@ -5,6 +5,7 @@ computations; the sweeps run for real (containers, scripted models, grading) on 
 """
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -14,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.aggregate import aggregate, render_markdown
+from harness.metrics.bootstrap import Settings
+from runner.aggregate import _f, aggregate, main, render_markdown
 from runner.config import ConfigError, RunConf
 from runner.records import ResultRecord, RolloutRecord
 from runner.study import Run, pareto_front
@@ -87,6 +89,60 @@ def test_hack_suspects_are_shown_raw_and_not_credited() -> None:
     assert "credited" not in clean["systems"][0] and "not credited" not in render_markdown(clean)
 
 
+def test_intervals_and_paired_comparisons() -> None:
+    a = _run("a", [_record("t1", 0, 0.5, True, 0.1), _record("t1", 1, 0.3, True, 0.1),
+                   _record("t2", 0, 0.2, False, 0.1), _record("t2", 1, 0.4, False, 0.1)])
+    b = _run("b", [_record("t1", 0, 0.1, False, 0.1), _record("t1", 1, 0.2, False, 0.1),
+                   _record("t2", 0, 0.0, False, 0.1), _record("t2", 1, 0.1, False, 0.1)])
+    result = aggregate([a, b], k=2, settings=Settings(resamples=500, seed=1))
+    assert result["intervals"] == {"method": "percentile bootstrap over tasks", "resamples": 500, "level": 0.95,
+                                   "seed": 1}
+    row_a, row_b = result["systems"]
+    for row in (row_a, row_b):
+        for metric, (low, high) in row["ci"].items():
+            assert low <= row[metric] <= high, metric
+    # Two tasks: a resample holds t1 twice, t2 twice, or both (Opt@2 of a: 1, 0 or 1/2).
+    assert row_a["ci"]["opt_at_K"] == [0.0, 1.0] and row_b["ci"]["opt_at_K"] == [0.0, 0.0]
+    assert [(k, low, high) for k, low, high in result["curves"][row_a["system"]]["opt_at_k_ci"]] == \
+        [(1, 0.0, 1.0), (2, 0.0, 1.0)]
+    comparisons = {c["metric"]: c for c in result["comparisons"]}
+    assert set(comparisons) == {"opt_at_K", "avg_at_k", "best_at_k"}
+    assert comparisons["avg_at_k"]["a_better"] == 1.0  # a's scores beat b's on both tasks
+    assert comparisons["opt_at_K"]["difference"] == 0.5 and comparisons["opt_at_K"]["tie"] > 0  # t2 alone: a tie
+    markdown = render_markdown(result)
+    assert f"| {_f(row_a['avg_at_k'])} [{row_a['ci']['avg_at_k'][0]:.3f}, {row_a['ci']['avg_at_k'][1]:.3f}] |" in \
+        markdown
+    assert "## Paired comparisons" in markdown and "| a x codeact x smoke | b x codeact x smoke | Avg@k | +" in markdown
+
+
+@pytest.mark.parametrize("flags, message", [(["--resamples", "0"], "resamples must be at least 1, got 0"),
+                                            (["--level", "95"], "level must be between 0 and 1 (e.g. 0.95), got 95.0")])
+def test_bad_bootstrap_settings_are_one_line(flags: list[str], message: str, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(tmp_path), *flags]) == 2  # refused before any run is read
+    assert capsys.readouterr().err == f"error: bootstrap: {message}\n"
+
+
+def test_plots_come_a_column_wide_in_png_pdf_and_svg(tmp_path: Path) -> None:
+    from PIL import Image
+
+    from runner.plots import write_plots
+
+    a = _run("a", [_record("t1", 0, 0.5, True, 0.1), _record("t1", 1, 0.3, True, 0.2),
+                   _record("t2", 0, 0.2, False, 0.1), _record("t2", 1, 0.4, False, 0.3)])
+    b = _run("b", [_record("t1", 0, 0.1, False, 0.01), _record("t2", 1, 0.1, False, 0.01)])
+    result = aggregate([a, b], k=2)
+    written = write_plots(result, [a, b], tmp_path)
+    assert written == ["opt_p_curve.png", "opt_at_k.png", "metrics.png", "score_vs_cost.png"]
+    for name in written:
+        stem = tmp_path / name[:-4]
+        width, height = Image.open(stem.with_suffix(".png")).size
+        assert 2.5 <= width / 300 <= 3.45 and height / 300 < 4  # 300 dpi, one column of a paper
+        assert stem.with_suffix(".pdf").read_bytes().startswith(b"%PDF")
+        assert b"/Type3" not in stem.with_suffix(".pdf").read_bytes()  # TrueType fonts, not Type 3
+        assert "<svg" in stem.with_suffix(".svg").read_text()
+
+
 def test_pareto_front() -> None:
     points = [(1.0, 0.5), (2.0, 0.4), (0.5, 0.2), (3.0, 0.9), (3.0, 0.8)]
     assert pareto_front(points) == [0, 2, 3]
@@ -126,13 +182,25 @@ def test_model_sweep_ranks_oracle_over_weaker_over_noop(study_tasks: Path, tmp_p
     done = runner("-m", "model=oracle,oracle_weaker,noop", "scaffold=mini_swe", f"tasks.selector={study_tasks}",
                   "rollouts=2", "grading.rounds=2", "sweep_name=models", out=tmp_path, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
+    # A second scaffold in the same sweep folder, so the study spans two; the noop's empty patches take no
+    # timing, which keeps this cheap.
+    other = runner("-m", "model=noop", "scaffold=codeact", f"tasks.selector={study_tasks}", "rollouts=2",
+                   "grading.rounds=2", "sweep_name=models", out=tmp_path, timeout=600)
+    assert other.returncode == 0, other.stderr[-3000:]
     sweep = tmp_path / "sweeps" / "models"
     shown = aggregate_cli(str(sweep), "--k", "2")
     assert shown.returncode == 0, shown.stderr
     result = json.loads((sweep / "aggregate" / "aggregate.json").read_text())
-    rows = {row["model"]: row for row in result["systems"]}
-    assert rows["oracle"]["dominance"] == 1.0 and rows["oracle-weaker"]["dominance"] == 0.5
-    assert rows["noop"]["dominance"] == 0.0
+    by_scaffold = {(row["model"], row["scaffold"]): row for row in result["systems"]}
+    assert set(by_scaffold) == {("oracle", "mini_swe"), ("oracle-weaker", "mini_swe"), ("noop", "mini_swe"),
+                                ("noop", "codeact")}
+    # Dominance among four: the noops tie each other (score 0 on both tasks) and lose to the rest.
+    assert by_scaffold[("noop", "codeact")]["dominance"] == by_scaffold[("noop", "mini_swe")]["dominance"] == \
+        pytest.approx(1 / 6)
+    assert by_scaffold[("oracle-weaker", "mini_swe")]["dominance"] == pytest.approx(2 / 3)
+    rows = {model: row for (model, scaffold), row in by_scaffold.items() if scaffold == "mini_swe"}
+    assert rows["oracle"]["dominance"] == 1.0
+    _check_paper_files(sweep / "aggregate", result)
     for _model, row in rows.items():  # the table is what results.jsonl says
         records = [json.loads(x) for x in (Path(row["run"]) / "results.jsonl").read_text().splitlines()]
         assert len(records) == 4
@@ -146,6 +214,34 @@ def test_model_sweep_ranks_oracle_over_weaker_over_noop(study_tasks: Path, tmp_p
     assert "| oracle x mini_swe x smoke |" in markdown and "## Per task" in markdown
     assert {"opt_p_curve.png", "opt_at_k.png", "score_vs_cost.png"} <= {p.name for p in
                                                                          (sweep / "aggregate").glob("*.png")}
+
+
+def _check_paper_files(out: Path, result: dict) -> None:
+    """The tables and figures of a study: CSV and LaTeX that agree with aggregate.json, a row per rollout,
+    every plot in PNG, PDF and SVG, and intervals around every suite-level number."""
+    systems = list(csv.DictReader((out / "systems.csv").open()))
+    assert [(r["system"], float(r["avg_at_k"]), float(r["opt_at_K_lo"])) for r in systems] == \
+        [(row["system"], row["avg_at_k"], row["ci"]["opt_at_K"][0]) for row in result["systems"]]
+    tex = (out / "systems.tex").read_text()
+    body = tex[tex.index("\\midrule"):tex.index("\\bottomrule")].splitlines()[1:]
+    assert len(body) == len(systems) and all(line.endswith(" \\\\") for line in body)
+    assert "mini\\_swe" in tex and "codeact" in tex and "\\toprule" in tex and "Opt@2" in tex
+    rollouts = list(csv.DictReader((out / "rollouts.csv").open()))
+    assert len(rollouts) == len(systems) * 2 * 2  # systems x tasks x rollouts
+    assert {r["scaffold"] for r in rollouts} == {"mini_swe", "codeact"}
+    for name in result["plots"]:
+        for suffix in (".pdf", ".svg"):
+            assert (out / name).with_suffix(suffix).stat().st_size > 5_000, (name, suffix)
+    assert (out / "metrics.pdf").read_bytes().startswith(b"%PDF")
+    assert result["intervals"]["resamples"] == 2000 and len(result["comparisons"]) == 3 * 6  # 4 systems: 6 pairs
+    for row in result["systems"]:
+        assert all(low <= row[m] <= high for m, (low, high) in row["ci"].items()), row["system"]
+        assert (Path(row["run"]) / "systems.tex").exists() and (Path(row["run"]) / "rollouts.csv").exists()
+    # The oracle solves every task and the noops none: the oracle is above on every resample, whichever is A.
+    oracle_vs_noop = [c for c in result["comparisons"] if c["metric"] == "opt_at_K"
+                      and {c["a"].split(" x ")[0], c["b"].split(" x ")[0]} == {"oracle", "noop"}]
+    assert len(oracle_vs_noop) == 2
+    assert all((c["a_better"] if c["a"].startswith("oracle x") else c["b_better"]) == 1.0 for c in oracle_vs_noop)
 
 
 @pytest.mark.docker
