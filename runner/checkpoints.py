@@ -10,10 +10,10 @@ A checkpoint is written after its image exists (atomically: a kill leaves the pr
 previous image is removed once the new file names the new one. The driver removes both when the rollout's
 record is stored; `harness cleanup` removes checkpoint images nothing names any more.
 
-On a Ray node (`rebuild` given) the files are the driver's, written through an actor (runner.executors.ray_actors
-.CheckpointFiles), and each checkpoint also travels there as archives (`<task>__<index>.<step>.tar`, harness
-.sandbox.interface.Portable): a node whose engine lacks the image, because another node made it or that node
-is gone, rebuilds it from the task image and the archives before it continues.
+On a Ray node (`rebuild` given) the files are the driver's: its `Folder` runs as an actor there, which a node
+reaches through runner.executors.ray_actors.RemoteFiles. Each checkpoint also travels there as an archive
+(`<task>__<index>.<step>.tar`, harness.sandbox.interface.Portable): a node whose engine lacks the image, because
+another node made it or that node is gone, rebuilds it from the task image and the archives, then continues.
 """
 from __future__ import annotations
 
