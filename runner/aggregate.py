@@ -26,9 +26,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from harness import metrics
 from harness.atomic import write_json, write_text
-from harness.metrics.bootstrap import Settings
+from harness.metrics.bootstrap import Settings, opt_interval
 from harness.sandbox.interface import SandboxError
 from runner import provenance, tables
 from runner.config import ConfigError
@@ -66,14 +68,21 @@ def aggregate(runs: list[Run], k: int = tables.DEFAULT_K, settings: Settings | N
     order = runs[0].task_ids  # every run covers the same tasks (check_comparable); one order for the bootstrap
     intervals = tables.add_intervals(rows, {run.label: tables.outcomes(run.slots(), order) for run in runs}, k,
                                      settings)
-    curves = {run.label: {"opt_p_at_1": [(p, metrics.suite_opt_at_k(successes_of(run, p), 1))
-                                         for p in [i / 20 for i in range(21)]],
+    thresholds = [i / 20 for i in range(21)]
+    curves = {run.label: {"opt_p_at_1": [(p, metrics.suite_opt_at_k(successes_of(run, p), 1)) for p in thresholds],
+                          "opt_p_at_1_ci": [[p, *_threshold_interval(run, p, order, settings)] for p in thresholds],
                           "opt_at_k": [(kk, metrics.suite_opt_at_k(successes_of(run), kk))
                                        for kk in range(1, run.n + 1)],
                           "opt_at_k_ci": [list(point) for point in intervals.curve[run.label]]}
               for run in runs}
     return {"k": k, "tasks": runs[0].task_ids, "intervals": settings.to_dict(), "systems": rows, "curves": curves,
             "comparisons": [c.to_dict() for c in intervals.comparisons], "runs": run_provenance(runs)}
+
+
+def _threshold_interval(run: Run, p: float, order: list[str], settings: Settings) -> tuple[float, float]:
+    """Opt_p@1's interval at threshold p, on the same resamples as the run's other intervals."""
+    success = successes_of(run, p)
+    return opt_interval(np.array([success[t] for t in order], dtype=bool), 1, settings, run.label)
 
 
 def run_provenance(runs: list[Run]) -> list[dict[str, Any]]:

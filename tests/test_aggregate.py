@@ -105,6 +105,11 @@ def test_intervals_and_paired_comparisons() -> None:
     assert row_a["ci"]["opt_at_K"] == [0.0, 1.0] and row_b["ci"]["opt_at_K"] == [0.0, 0.0]
     assert [(k, low, high) for k, low, high in result["curves"][row_a["system"]]["opt_at_k_ci"]] == \
         [(1, 0.0, 1.0), (2, 0.0, 1.0)]
+    # GSO's threshold curve, on the same resamples: a's t1 patches run at the expert's speed (hm 1.0), its t2
+    # patches at half (0.5): above p = 0.4 both tasks count, at 0.95 only t1, at 1.0 neither
+    band = {p: (low, high) for p, low, high in result["curves"][row_a["system"]]["opt_p_at_1_ci"]}
+    assert band[0.4] == (1.0, 1.0) and band[0.95] == (0.0, 1.0) and band[1.0] == (0.0, 0.0)
+    assert all(band[p][0] <= value <= band[p][1] for p, value in result["curves"][row_a["system"]]["opt_p_at_1"])
     comparisons = {c["metric"]: c for c in result["comparisons"]}
     assert set(comparisons) == {"opt_at_K", "avg_at_k", "best_at_k"}
     assert comparisons["avg_at_k"]["a_better"] == 1.0  # a's scores beat b's on both tasks

@@ -16,8 +16,8 @@ import pytest
 
 from harness.metrics import avg_at_k, best_at_k, suite_opt_at_k
 from harness.metrics.bootstrap import (ONE_LEVEL, TWO_LEVEL, Outcomes, Settings, avg_at_k_draws, best_at_k_draws,
-                                       opt_at_k_draws, percentile_interval, rollout_draws, suite_intervals,
-                                       system_rng, task_draws)
+                                       opt_at_k_draws, opt_interval, percentile_interval, rollout_draws,
+                                       suite_intervals, system_rng, task_draws)
 
 SUCCESSES = [[True, False, False], [True, True, True], [False, False, False], [False, True, False]]
 SCORES = [[0.6, 0.1, 0.0], [0.9, 0.8, 0.7], [0.0, 0.05, 0.0], [0.2, 0.5, 0.3]]
@@ -201,6 +201,15 @@ def test_the_same_seed_gives_the_same_numbers() -> None:
         # A system's interval does not depend on which others it was bootstrapped with.
         alone = suite_intervals({"y": systems["y"]}, 2, Settings(resamples=400, seed=3, rollouts=two_level))
         assert alone.ci["y"] == first.ci["y"]
+
+
+@pytest.mark.parametrize("two_level", [False, True])
+def test_a_curve_point_alone_is_drawn_on_the_suites_resamples(two_level: bool) -> None:
+    # (how the threshold curve gets its band: one success table at a time, the same draws as the rest)
+    settings = Settings(resamples=300, seed=5, rollouts=two_level)
+    suite = suite_intervals({"x": _outcomes()}, 2, settings)
+    for k, low, high in suite.curve["x"]:
+        assert opt_interval(np.array(SUCCESSES, dtype=bool), k, settings, "x") == (low, high)
 
 
 def test_percentile_interval_is_numpys_linear_quantile() -> None:

@@ -175,6 +175,15 @@ def percentile_interval(draws: np.ndarray, level: float) -> tuple[float, float]:
     return float(low), float(high)
 
 
+def opt_interval(successes: np.ndarray, k: int, settings: Settings, name: str) -> tuple[float, float]:
+    """Opt@k's interval for one success table of system `name` (a point of GSO's threshold curve, say), on
+    the resamples `suite_intervals` draws with the same settings: the same task indices, the same rollouts."""
+    tasks = task_draws(np.random.default_rng(settings.seed), settings.resamples, successes.shape[0])
+    rollouts = (rollout_draws(system_rng(settings.seed, name), settings.resamples, *successes.shape)
+                if settings.rollouts else None)
+    return percentile_interval(opt_at_k_draws(successes, k, tasks, rollouts), settings.level)
+
+
 # ---------------------------------------------------------------- paired comparisons
 @dataclass(frozen=True)
 class Comparison:
