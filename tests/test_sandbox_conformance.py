@@ -26,7 +26,7 @@ import docker.errors
 import pytest
 
 from harness.grader.states import apply_patch
-from harness.sandbox.interface import Listenable, NoPatch, Sandbox, SandboxError, SandboxLimits
+from harness.sandbox.interface import FileChanged, Listenable, NoPatch, Sandbox, SandboxError, SandboxLimits
 from harness.sandbox.providers import provider
 from tests.docker_support import client, providers_here, smoke_task, task_image
 
@@ -166,6 +166,21 @@ def test_files_round_trip(box: Sandbox) -> None:
     box.exec("echo secret > /tmp/private && chmod 600 /tmp/private && chmod 751 /tmp/deep")
     assert box.exec("stat -c %a /tmp/private /tmp/deep").output.split() == ["600", "751"]
     assert box.exec("setpriv --reuid=65534 --regid=65534 --clear-groups cat /tmp/private").exit_code != 0
+
+
+def test_a_file_a_process_keeps_rewriting_is_read_whole_or_not_at_all(box: Sandbox) -> None:
+    # (a daemon a patch left behind rewriting the reward file: Docker's archive of it is cut short about one
+    # read in twelve here; read_file reads again, and says FileChanged rather than failing inside tarfile)
+    box.exec("setsid sh -c 'while :; do head -c 300000 /dev/zero > /tmp/busy; done' >/dev/null 2>&1 </dev/null &")
+    wait_until = time.monotonic() + 10
+    while box.exec("test -s /tmp/busy").exit_code != 0 and time.monotonic() < wait_until:
+        time.sleep(0.1)
+    for _ in range(40):
+        try:
+            data = box.read_file("/tmp/busy")
+        except FileChanged:
+            continue
+        assert set(data) <= {0} and len(data) <= 300_000
 
 
 def test_diff_round_trips_through_git_apply_on_a_fresh_sandbox(name: str, box: Sandbox) -> None:

@@ -43,7 +43,7 @@ from harness.grader.config import GradeConfig
 from harness import gpus
 from harness.gpus.clocks import ClockLock
 from harness.grader.states import PATCH_PATH
-from harness.sandbox.interface import ExecResult, Freezable, Sandbox, SandboxError, pin_if_possible
+from harness.sandbox.interface import ExecResult, FileChanged, Freezable, Sandbox, SandboxError, pin_if_possible
 from harness.sandbox.providers import SandboxProvider
 from harness.tasks.task import RewardCheck, Task
 
@@ -83,9 +83,11 @@ def read_reward(txt: str | None, raw_json: str | None) -> tuple[float | None, di
 
 
 def _read(box: Sandbox, path: str) -> str | None:
+    """The file's text; None when there is none, or none whole to read (a surviving process kept rewriting it,
+    which the verification flags)."""
     try:
         return box.read_file(path).decode("utf-8", errors="replace")
-    except (FileNotFoundError, IsADirectoryError):
+    except (FileNotFoundError, IsADirectoryError, FileChanged):
         return None
 
 

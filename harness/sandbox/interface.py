@@ -6,8 +6,9 @@ commit and is closed once. A provider (`harness.sandbox.providers`) starts sandb
 
 Documented errors: every failure of the machinery behind a sandbox (the engine, a container that died)
 is a `SandboxError`; callers catch that one class and never a provider's own exceptions. A missing file
-is `FileNotFoundError`, a directory where a file was expected `IsADirectoryError`. A command that fails
-is not an error: it is an `ExecResult` with its exit code.
+is `FileNotFoundError`, a directory where a file was expected `IsADirectoryError`, a file a process inside
+kept rewriting as it was read `FileChanged`. A command that fails is not an error: it is an `ExecResult` with
+its exit code.
 
 Standard library only: the runner's config and `--help` import this module.
 """
@@ -53,6 +54,11 @@ class SandboxUnavailable(SandboxError):
 class NoPatch(Exception):
     """The sandbox's change cannot be read as a patch because of what was done inside it (its repository
     deleted or broken, git removed): the agent's outcome, not infrastructure. The message says what failed."""
+
+
+class FileChanged(Exception):
+    """`read_file` could not read a file whole, however often it tried: a process in the sandbox kept
+    rewriting it as it was read. The sandbox's doing (a daemon the patch left), not infrastructure."""
 
 
 class PatchTooLarge(NoPatch):

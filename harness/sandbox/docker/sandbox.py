@@ -38,11 +38,12 @@ from harness.sandbox import kept, netns, overlay
 from harness.sandbox.archive import tar_of
 from harness.sandbox.gitdiff import take_diff
 from harness.sandbox.interface import (BASE_COMMIT_LABEL, GIT_DIR_LABEL, PINS_LABEL, TESTBED, WORKDIR_LABEL,
-                                       ExecResult, OutputCapture, SandboxError, SandboxLimits,
+                                       ExecResult, FileChanged, OutputCapture, SandboxError, SandboxLimits,
                                        close_quietly)
 
 KILL_GRACE = 5  # seconds between TERM and KILL inside the container
 BACKSTOP_GRACE = 15  # extra seconds the host waits before declaring an exec wedged
+READ_TRIES = 5  # reads of a file that a process inside keeps rewriting, before FileChanged
 ENGINE_ERRORS = (docker.errors.DockerException, requests.exceptions.ConnectionError)
 
 
@@ -197,20 +198,25 @@ class DockerSandbox:
     # -- files
 
     def read_file(self, path: str) -> bytes:
-        try:
-            stream, _stat = self.container.get_archive(path)
-            data = b"".join(stream)
-        except docker.errors.NotFound:
-            raise FileNotFoundError(path) from None
-        except ENGINE_ERRORS as err:
-            raise SandboxError(f"docker: {_first_line(err)}") from None
-        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            member = tar.next()
-            if member is None or not member.isfile():
-                raise IsADirectoryError(path)
-            extracted = tar.extractfile(member)
-            assert extracted is not None
-            return extracted.read()
+        for _ in range(READ_TRIES):
+            try:
+                stream, _stat = self.container.get_archive(path)
+                data = b"".join(stream)
+            except docker.errors.NotFound:
+                raise FileNotFoundError(path) from None
+            except ENGINE_ERRORS as err:
+                raise SandboxError(f"docker: {_first_line(err)}") from None
+            try:
+                with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+                    member = tar.next()
+                    if member is None or not member.isfile():
+                        raise IsADirectoryError(path)
+                    extracted = tar.extractfile(member)
+                    assert extracted is not None
+                    return extracted.read()
+            except tarfile.TarError:  # the engine's archive cut short: the file shrank as it was read
+                time.sleep(0.05)
+        raise FileChanged(f"{path} kept changing while it was read ({READ_TRIES} tries)")
 
     def _layers(self) -> list[str] | None:
         """The container's overlay2 layers (upper first) where this process can read them (a local engine,
