@@ -175,7 +175,8 @@ def test_cleanup_removes_the_checkpoints_no_file_needs(name: str, tmp_path: Path
         done = subprocess.run([sys.executable, "-m", "harness", "cleanup", "--provider", name], capture_output=True,
                               text=True, cwd=Path(__file__).resolve().parent.parent)
         assert done.returncode == 0, done.stderr
-        assert "removed 1 checkpoint(s)" in done.stdout + done.stderr, done.stdout + done.stderr
+        # (at least ours: the engine is shared with other tests, whose killed runs may have left one too)
+        assert re.search(r"removed [1-9]\d* checkpoint\(s\)", done.stdout + done.stderr), done.stdout + done.stderr
         assert sandboxes.has_image(names["kept"]) and sandboxes.has_image(names["older"])  # type: ignore[attr-defined]
         assert not sandboxes.has_image(names["gone"])  # type: ignore[attr-defined]
     finally:

@@ -211,8 +211,9 @@ def remove_containers(scope: Scope = "orphans", client: docker.DockerClient | No
     wanted = [LABEL, *(f"{k}={v}" for k, v in (labels or {}).items())]
     filters = {"label": [*wanted, f"{OWNER_LABEL}={me}"] if scope == "mine" else wanted}
     removed = 0
+    owners: dict[str, str] = {}  # image id -> the owner label its containers inherit from it
     for container in client.containers.list(all=True, filters=filters, ignore_removed=True):
-        if scope == "orphans" and not _orphaned(container, host):
+        if scope == "orphans" and not _orphaned(container, host, _image_owner(client, container, owners)):
             continue
         try:
             container.remove(force=True)
@@ -239,8 +240,26 @@ def remove_checkpoints(scope: Scope = "orphans", client: docker.DockerClient | N
     return removed
 
 
-def _orphaned(container: Container, host: str) -> bool:
-    owner_host, _, pid = (container.labels.get(OWNER_LABEL) or "").rpartition(":")
+def _image_owner(client: docker.DockerClient, container: Container, owners: dict[str, str]) -> str:
+    """The owner label of the container's image: images committed from a build container carry the builder's
+    (images made before commit_image cleared it), and a `docker build` step inherits it from its FROM image."""
+    image_id = container.attrs.get("Image") or ""
+    if image_id not in owners:
+        try:
+            owners[image_id] = (client.images.get(image_id).labels or {}).get(OWNER_LABEL, "")
+        except docker.errors.APIError:
+            owners[image_id] = ""
+    return owners[image_id]
+
+
+def _orphaned(container: Container, host: str, inherited: str = "") -> bool:
+    owner = container.labels.get(OWNER_LABEL) or ""
+    # an owner the container only inherited from its image is no owner: the process that built the image
+    # ended long ago, while the container (a running build step) may be another run's work in progress
+    # (a sandbox's owner is always its own: we set it)
+    if owner == inherited and container.labels.get(LABEL) != "sandbox":
+        owner = ""
+    owner_host, _, pid = owner.rpartition(":")
     if not owner_host:
         # No owner: a running step of a `docker build` (it inherits our label from its FROM image, and the
         # engine removes it when the build ends or is cancelled) is left alone; any other is a leftover.

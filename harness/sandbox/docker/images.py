@@ -103,7 +103,8 @@ def commit_image(container: Container, tag: str, env: dict[str, str], labels: di
                  workdir: str = "/testbed") -> None:
     repo, _, version = tag.partition(":")
     changes = [f"ENV {k}={v}" for k, v in env.items()] + [f"WORKDIR {workdir}", 'CMD ["sleep", "infinity"]']
-    changes += [f'LABEL {k}="{_quoted(v)}"' for k, v in labels.items()]
+    # the build container's owner is not the image's: its containers would look owned by a process long gone
+    changes += [f'LABEL {k}="{_quoted(v)}"' for k, v in {OWNER_LABEL: "", **labels}.items()]
     container.commit(repository=repo, tag=version, changes=changes)
 
 

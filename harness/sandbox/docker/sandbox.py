@@ -306,7 +306,7 @@ class DockerSandbox:
         """The container committed to the image `name` (`Checkpointable`): its files, not its processes (the
         container is paused while its layer is read, so no file is half-written in it)."""
         repository, _, tag = name.rpartition(":") if ":" in name.rsplit("/", 1)[-1] else (name, "", "latest")
-        marks = {LABEL: "checkpoint", **kept.marks(labels)}
+        marks = {LABEL: "checkpoint", OWNER_LABEL: "", **kept.marks(labels)}  # (not the sandbox's owner)
         with engine_errors():
             self.container.commit(repository=repository, tag=tag, pause=True,
                                   changes=[f'LABEL {k}="{_quoted(v)}"' for k, v in marks.items()])
