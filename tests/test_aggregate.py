@@ -250,6 +250,7 @@ def _check_paper_files(out: Path, result: dict) -> None:
 
 
 @pytest.mark.docker
+@pytest.mark.slow  # (CI time, 40-90 s here: make bench)
 def test_scaling_sweep_survives_a_killed_job_and_draws_the_heatmap(study_tasks: Path, tmp_path: Path) -> None:
     args = ("-m", "+sweep=scaling_smoke", "scaffold=mini_swe", f"tasks.selector={study_tasks}", "tasks.ids=[alpha]",
             "grading.rounds=2", "budget.snapshot_every=2", f"output_root={tmp_path}")

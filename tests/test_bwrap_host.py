@@ -76,6 +76,7 @@ def test_a_run_over_the_hosts_system_needs_no_docker(tmp_path: Path) -> None:
         assert _ours(done.pid) == []  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow  # (CI time, 40-90 s here: make bench)
 def test_harbor_tasks_build_over_the_hosts_system(tmp_path: Path) -> None:
     """A C task (RUN make) and a reward.json task, their Dockerfiles applied over the host's own system."""
     tasks = tmp_path / "tasks"
@@ -109,6 +110,7 @@ def test_a_recipe_the_host_cannot_build_is_refused_before_anything_is_built(tmp_
     assert _layers_of({"wordstats", "sortcount"}) == before
 
 
+@pytest.mark.slow  # (CI time, 40-90 s here: make bench)
 def test_gso_rows_build_over_the_host_and_the_agent_sees_no_expert(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     rows, mirror, raw = make_gso(tmp_path / "gso")

@@ -26,6 +26,7 @@ def _served(record: dict) -> list[dict]:
 
 
 @pytest.mark.docker
+@pytest.mark.slow  # (CI time, 40-90 s here: make bench)
 def test_codex_solves_a_task_through_the_gateway(tmp_path: Path) -> None:
     done = runner(*CODEX, "model=oracle", "grading.rounds=2", out=tmp_path, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -143,6 +143,7 @@ def test_a_killed_node_s_rollouts_run_elsewhere(tasks_dir: Path, tmp_path: Path)
         cluster.shutdown()
 
 
+@pytest.mark.slow  # (CI time, 40-90 s here: make bench)
 def test_ctrl_c_leaves_no_container_and_the_same_command_resumes(
         cluster: tuple[Cluster, list[Any]], tasks_dir: Path, tmp_path: Path) -> None:  # noqa: F811
     with slow_server(turns=4, delay_s=0.5) as server:
@@ -238,6 +239,7 @@ def test_the_run_cost_cap_reaches_the_nodes(cluster: tuple[Cluster, list[Any]], 
     assert not containers_of_run("capped")
 
 
+@pytest.mark.slow  # (CI time, 40-90 s here: make bench)
 def test_a_second_ctrl_c_exits_at_once_and_leaves_no_container(cluster: tuple[Cluster, list[Any]],
                                                                tasks_dir: Path, tmp_path: Path) -> None:  # noqa: F811
     with slow_server(turns=20, delay_s=0.5) as server:

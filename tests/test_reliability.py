@@ -154,6 +154,7 @@ def test_a_build_that_breaks_the_fence_fails_its_patch_and_the_rest_are_graded(t
 
 
 @pytest.mark.docker
+@pytest.mark.slow  # (CI time, 40-90 s here: make bench)
 def test_resume_runs_infrastructure_failures_again_and_keeps_their_spend(tmp_path: Path) -> None:
     out = tmp_path / "out"
     args = [sys.executable, "-m", "runner", "tasks=smoke", "tasks.ids=[rollstats]", "model=oracle", "rollouts=2",
