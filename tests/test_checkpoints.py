@@ -153,13 +153,9 @@ def test_cleanup_removes_the_checkpoints_no_file_needs(name: str, tmp_path: Path
 
     from harness.sandbox.providers import provider
     from runner.checkpoints import FILE_LABEL
-    from tests.docker_support import client, smoke_task, task_image
+    from tests.test_sandbox_conformance import image_for
 
-    image = task_image(smoke_task())
-    if name == "bwrap":
-        from harness.sandbox.bwrap import rootfs
-        rootfs.export(client(), image)
-    sandboxes = provider(name)
+    image, sandboxes = image_for(name), provider(name)  # (bwrap: the exported directory of the same image)
     names = {which: f"optrunner/checkpoint:cleanup-{name}-{which}" for which in ("kept", "older", "gone")}
     files = {which: tmp_path / f"{which}.json" for which in names}
     try:
@@ -222,13 +218,9 @@ def test_a_stop_signal_keeps_the_work_of_a_rollout_waiting_on_its_model(tmp_path
 def test_a_sandbox_started_from_a_checkpoint_has_its_files_and_a_checkpoint_of_it_stands_alone(name: str) -> None:
     from harness.sandbox.interface import Checkpointable
     from harness.sandbox.providers import provider
-    from tests.docker_support import client, smoke_task, task_image
+    from tests.test_sandbox_conformance import image_for
 
-    image = task_image(smoke_task())
-    if name == "bwrap":  # the exported directory of the same image
-        from harness.sandbox.bwrap import rootfs
-        rootfs.export(client(), image)
-    sandboxes = provider(name)
+    image, sandboxes = image_for(name), provider(name)  # (bwrap: the exported directory of the same image)
     first, second = f"optrunner/checkpoint:conformance-{name}-1", f"optrunner/checkpoint:conformance-{name}-2"
     try:
         with sandboxes.start(image) as box:
@@ -258,13 +250,9 @@ def test_a_checkpoint_rebuilt_elsewhere_from_its_archives_has_its_files(name: st
     the task image and the archives the sandboxes exported (a resumed sandbox's archive may need the one before)."""
     from harness.sandbox.interface import Portable
     from harness.sandbox.providers import provider
-    from tests.docker_support import client, smoke_task, task_image
+    from tests.test_sandbox_conformance import image_for
 
-    image = task_image(smoke_task())
-    if name == "bwrap":
-        from harness.sandbox.bwrap import rootfs
-        rootfs.export(client(), image)
-    sandboxes = provider(name)
+    image, sandboxes = image_for(name), provider(name)  # (bwrap: the exported directory of the same image)
     first, second = f"optrunner/checkpoint:travel-{name}-1", f"optrunner/checkpoint:travel-{name}-2"
     try:
         with sandboxes.start(image) as box:
