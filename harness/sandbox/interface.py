@@ -33,6 +33,13 @@ BASE_COMMIT_LABEL = "optrunner.base_commit"  # the commit diffs are taken agains
 WORKDIR_LABEL = "optrunner.workdir"  # where the task's code is (/testbed; a Harbor task's WORKDIR)
 GIT_DIR_LABEL = "optrunner.git_dir"  # the work tree's repository, when it is kept outside it
 PINS_LABEL = "optrunner.pins"  # JSON: working-directory-relative path -> sha256
+# The grader's own commands run with this PATH and nothing else of the sandbox's shell set-up: no profile,
+# no rc file, no BASH_ENV/ENV start-up file, no task virtualenv first on PATH (a build can write there), so
+# no file the agent or a patch's build wrote can hook them (`harness_exec`). The tools found on it are the
+# ones the freeze checks unchanged (grader.freeze.TOOLS).
+TRUSTED_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+TRUSTED_ENV = {"PATH": TRUSTED_PATH, "BASH_ENV": "", "ENV": "", "PYTHONPATH": "", "PYTHONSTARTUP": "",
+               "LD_PRELOAD": "", "LD_LIBRARY_PATH": "", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
 MAX_OUTPUT_BYTES = 1_000_000  # default cap on what one command's output keeps: the head and the tail halves
 
 
@@ -159,7 +166,11 @@ class Sandbox(Protocol):
     pins: dict[str, str]  # files (workdir-relative) the agent may not change, with their sha256 in the image
 
     def exec(self, cmd: str, timeout: float = 60, cwd: str | None = None,
-             env: dict[str, str] | None = None) -> ExecResult: ...
+             env: dict[str, str] | None = None, login: bool = True) -> ExecResult:
+        """`cmd` in bash as the sandbox's root. login=True: a login shell (`bash -lc`, what an agent's
+        commands get: its profile scripts run); False: `bash --noprofile --norc -c`, nothing of the
+        sandbox's profile or rc files (what the grader's own commands get: `harness_exec`)."""
+        ...
 
     def read_file(self, path: str) -> bytes: ...
 
@@ -245,6 +256,17 @@ class Portable(Protocol):
         stands alone (True) or holds only the changes since the checkpoint this sandbox started from, whose
         archives come before it (False)."""
         ...
+
+
+def harness_exec(sandbox: "Sandbox", cmd: str, timeout: float = 60, cwd: str | None = None,
+                 env: Mapping[str, str] | None = None) -> ExecResult:
+    """One of the grader's own commands in `sandbox`: no login shell, TRUSTED_ENV (then `env`)."""
+    return sandbox.exec(cmd, timeout=timeout, cwd=cwd, env={**TRUSTED_ENV, **(env or {})}, login=False)
+
+
+def shell_flags(login: bool) -> list[str]:
+    """bash's flags before the command: a login shell, or one that reads no start-up file."""
+    return ["-lc"] if login else ["--noprofile", "--norc", "-c"]
 
 
 def pin_if_possible(sandbox: object, cpuset: str) -> bool:

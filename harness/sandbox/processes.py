@@ -33,12 +33,14 @@ done
 class FreshProcesses:
     """Runs commands, each in a new bash process, over one long-lived launcher.
 
-    login=True runs `bash -lc` (what an agent's shell gets), False a plain `bash -c`.
+    login=True runs `bash -lc` (what an agent's shell gets), False `bash --noprofile --norc -c` (the grader's:
+    no start-up file of the sandbox's runs).
     """
 
     def __init__(self, sandbox: Sandbox, env: dict[str, str], workdir: str = TESTBED, login: bool = True) -> None:
         self.sandbox, self.env, self.workdir = sandbox, env, workdir
-        self.flags = "-lc" if login else "-c"
+        self.login = login
+        self.flags = "-lc" if login else "--noprofile --norc -c"
         self._stream: Any = None
 
     def _open(self) -> Any:
@@ -52,7 +54,7 @@ class FreshProcesses:
         try:
             stream = self._open()
         except (SandboxError, NotImplementedError):  # a sandbox without streams still works, just slower
-            return self.sandbox.exec(command, timeout=timeout, cwd=self.workdir, env=self.env)
+            return self.sandbox.exec(command, timeout=timeout, cwd=self.workdir, env=self.env, login=self.login)
         token = secrets.token_hex(6)
         line = f"{token} {timeout:g} {base64.b64encode(command.encode()).decode()}\n"
         marker = f"\x1eoptrunner-done:{token}:".encode()

@@ -37,7 +37,7 @@ from harness.sandbox.bwrap.stream import BwrapStream
 from harness.sandbox.gitdiff import take_diff
 from harness.sandbox.interface import (BASE_COMMIT_LABEL, GIT_DIR_LABEL, PINS_LABEL, TESTBED, WORKDIR_LABEL,
                                        ExecResult, OutputCapture, SandboxError, SandboxLimits,
-                                       SandboxUnavailable)
+                                       SandboxUnavailable, shell_flags)
 
 KILL_GRACE = 5  # seconds between TERM and KILL inside the sandbox
 BACKSTOP_GRACE = 15  # extra seconds the host waits before declaring an exec wedged
@@ -234,8 +234,9 @@ class BwrapSandbox(KeptLayers):
     # -- exec
 
     def exec(self, cmd: str, timeout: float = 60, cwd: str | None = None,
-             env: dict[str, str] | None = None) -> ExecResult:
-        argv = [*self._enter(cwd or self.workdir), "timeout", "-k", str(KILL_GRACE), f"{timeout:g}", "bash", "-lc", cmd]
+             env: dict[str, str] | None = None, login: bool = True) -> ExecResult:
+        argv = [*self._enter(cwd or self.workdir), "timeout", "-k", str(KILL_GRACE), f"{timeout:g}", "bash",
+                *shell_flags(login), cmd]
         capture = OutputCapture(self.limits.max_output_bytes)
         started = time.monotonic()
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

@@ -39,7 +39,7 @@ from harness.sandbox.archive import tar_of
 from harness.sandbox.gitdiff import take_diff
 from harness.sandbox.interface import (BASE_COMMIT_LABEL, GIT_DIR_LABEL, PINS_LABEL, TESTBED, WORKDIR_LABEL,
                                        ExecResult, FileChanged, OutputCapture, SandboxError, SandboxLimits,
-                                       close_quietly)
+                                       close_quietly, shell_flags)
 
 KILL_GRACE = 5  # seconds between TERM and KILL inside the container
 BACKSTOP_GRACE = 15  # extra seconds the host waits before declaring an exec wedged
@@ -121,10 +121,10 @@ class DockerSandbox:
     # -- exec
 
     def exec(self, cmd: str, timeout: float = 60, cwd: str | None = None,
-             env: dict[str, str] | None = None) -> ExecResult:
+             env: dict[str, str] | None = None, login: bool = True) -> ExecResult:
         if self._closed:
             raise SandboxError("sandbox is closed")
-        argv = ["timeout", "-k", str(KILL_GRACE), f"{timeout:g}", "bash", "-lc", cmd]
+        argv = ["timeout", "-k", str(KILL_GRACE), f"{timeout:g}", "bash", *shell_flags(login), cmd]
         capture = OutputCapture(self.limits.max_output_bytes)
         outcome: dict[str, object] = {}
         started = time.monotonic()
