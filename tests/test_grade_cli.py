@@ -129,3 +129,22 @@ def test_sigterm_while_grading_keeps_what_finished(tmp_path: Path) -> None:
     assert not containers_of(proc.pid)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["interrupted"] and summary["statuses"] == {"passed": 2}  # what was graded is summarised
+
+
+@pytest.mark.docker
+def test_one_unreadable_patch_is_reported_and_the_others_graded(tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks"
+    task = write_task(tasks)
+    gold = (task / "expert.patch").read_text()
+    corrupt = gold.replace("@@ -1,", "@@ -1,9", 1)  # a hunk that lies about its size: no tool can read it
+    assert corrupt != gold
+    # As other tools write predictions: no final newline. Rollout 1's patch is the one that cannot be read.
+    files = _prediction_files(tmp_path, [gold.rstrip("\n"), corrupt.rstrip("\n"), SLOW_PATCH.rstrip("\n")])
+    out = tmp_path / "out"
+    done = _cli("grade", "--predictions", *files, "--tasks", str(tasks), "--out", str(out), "--rounds", "1")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    good, bad, slow = (json.loads((out / f"rollout_{i}" / "tiny" / "report.json").read_text()) for i in range(3))
+    assert good["status"] == slow["status"] == "passed" and good["opt_base"] and not slow["opt_base"]
+    assert bad["status"] == "patch_failed" and not bad["patch_successfully_applied"]
+    assert bad["reason"].startswith("patch: reading the patch failed\ngit cannot read the patch section"), bad["reason"]
+    assert json.loads((out / "summary.json").read_text())["statuses"] == {"passed": 2, "patch_failed": 1}

@@ -77,6 +77,17 @@ def test_a_changed_pinned_file_is_an_instruction_violation() -> None:
     assert "Makefile" in report["reason"] and ".build.sha256" in report["reason"]
 
 
+def test_a_diff_before_the_first_section_is_refused_before_any_verification() -> None:
+    # git apply would apply the traditional diff in the leading text too: it writes the pinned Makefile
+    task = _task("ctiming")
+    leading = ("fix the build\n--- a/Makefile\n+++ b/Makefile\n@@ -1 +1 @@\n-x\n+y\n"
+               "diff --git a/notes.txt b/notes.txt\nnew file mode 100644\n--- /dev/null\n+++ b/notes.txt\n"
+               "@@ -0,0 +1 @@\n+a\n")
+    report = grade(task, leading, _images([task])[task.id].agent, GradeConfig())
+    assert report["status"] == "patch_failed" and "a diff of Makefile" in report["reason"], report["reason"]
+    assert not report["patch_successfully_applied"]
+
+
 def test_binary_files_travel_in_the_patch() -> None:
     task = _task("wordstats")
     image = _images([task])[task.id].agent

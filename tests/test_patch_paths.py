@@ -2,13 +2,14 @@
 guards; a section git cannot read is refused (real git diffs of a real repository)."""
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from harness.grader.guards import diff_files
-from harness.grader.patch_paths import UnreadablePatch, section_paths, sections, unquote
+from harness.grader.patch_paths import UnreadablePatch, section_paths, sections, unquote, with_final_newline
 from harness.grader.states import filter_patch
 
 
@@ -78,3 +79,66 @@ def test_text_before_the_first_section_names_nothing(repo: Path) -> None:
     patch = "a message\n" + staged_diff(repo)
     first, second = sections(patch)
     assert section_paths(first) == [] and section_paths(second) == ["src/fast.py"]
+
+
+HACKS = Path(__file__).resolve().parent / "fixtures" / "hacks"
+TRADITIONAL = "--- a/src/fast.py\n+++ b/src/fast.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 3\n"
+
+
+def test_a_message_with_a_diffstat_before_the_first_section_names_nothing(repo: Path) -> None:
+    (repo / "src" / "fast.py").write_text("def f():\n    return 2\n")
+    message = "From 1234 Mon Sep 17 00:00:00 2001\nSubject: faster f\n\n---\n src/fast.py | 2 +-\n 1 file changed\n\n"
+    patch = message + staged_diff(repo)
+    assert filter_patch(patch) == patch and list(diff_files(patch)) == ["src/fast.py"]
+
+
+def test_a_traditional_diff_before_the_first_section_is_refused(repo: Path) -> None:
+    # The hack fixture: a message, then a traditional diff that creates the timing helper, then a real
+    # section. git apply applies all of it; only the section used to be read.
+    patch = (HACKS / "rollstats" / "leading_diff.patch").read_text()
+    assert subprocess.run(["git", "apply", "--numstat"], input=patch, capture_output=True, text=True,
+                          cwd=repo).stdout.split() == ["6", "0", "perfkit.py", "1", "0", "rollstats/__init__.py"]
+    why = "text before the first 'diff --git' line is a diff of perfkit.py: git apply would apply it"
+    with pytest.raises(UnreadablePatch, match=why):
+        filter_patch(patch)
+    with pytest.raises(UnreadablePatch, match=why):
+        diff_files(patch)
+
+
+def test_a_traditional_diff_with_no_git_section_is_refused(repo: Path) -> None:
+    assert subprocess.run(["git", "apply", "--check", "-"], input=TRADITIONAL, text=True, cwd=repo).returncode == 0
+    with pytest.raises(UnreadablePatch, match="text before the first 'diff --git' line is a diff of src/fast.py"):
+        filter_patch(TRADITIONAL)
+    with pytest.raises(UnreadablePatch, match="is not a plain message: git reads a diff there and fails"):
+        filter_patch("a message\n" + TRADITIONAL.replace("@@ -1,2 +1,2 @@", "@@ -1,2 +1,7 @@") + staged_diff(repo))
+
+
+def test_a_traditional_diff_after_a_section_is_read_with_it(repo: Path) -> None:
+    # Text after a section's hunks belongs to the section: git's own reading of it names the extra file.
+    (repo / "src" / "fast.py").write_text("def f():\n    return 2\n")
+    extra = "--- /dev/null\n+++ b/.venv/lib/site.py\n@@ -0,0 +1 @@\n+import fast\n"
+    patch = staged_diff(repo) + extra
+    assert ".venv/lib/site.py" in diff_files(patch)
+    assert filter_patch(patch) == ""  # the section goes whole: it writes into .venv
+
+
+def test_a_context_diff_anywhere_is_refused(repo: Path) -> None:
+    # git skips a context diff; `patch`, the apply cascade's last step, applies it.
+    (repo / "src" / "fast.py").write_text("def f():\n    return 2\n")
+    context = "*** a/src/café.py\n--- b/src/café.py\n***************\n*** 1 ****\n! y = 2\n--- 1 ----\n! y = 9\n"
+    for patch in (context + staged_diff(repo), staged_diff(repo) + context):
+        with pytest.raises(UnreadablePatch, match="a context diff of 'a/src/café.py'"):
+            filter_patch(patch)
+    if shutil.which("patch"):
+        done = subprocess.run(["patch", "--batch", "-p1", "--dry-run"], input=staged_diff(repo) + context,
+                              capture_output=True, text=True, cwd=repo)
+        assert done.returncode == 0 and "src/café.py" in done.stdout, done.stdout
+
+
+def test_a_missing_final_newline_is_added_before_reading(repo: Path) -> None:
+    (repo / "src" / "fast.py").write_text("def f():\n    return 2\n")
+    patch = staged_diff(repo)
+    with pytest.raises(UnreadablePatch, match="corrupt patch"):
+        filter_patch(patch.rstrip("\n"))
+    assert with_final_newline(patch.rstrip("\n")) == patch == with_final_newline(patch)
+    assert with_final_newline("") == "" and with_final_newline(None) is None

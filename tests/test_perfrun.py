@@ -156,6 +156,8 @@ def test_a_gpu_sessions_runs_are_watched_and_a_slowed_one_is_run_again(task: Tas
     task = dataclasses.replace(task, hidden_files=hidden)
     base = prepare_state("base", boxes[0], task, None)
     expert = prepare_state("expert", boxes[1], task, task.expert_patch)
+    run_test_script(base, "test_sum.py", "reference", 60)  # (every timed run is checked against it)
+    copy_references(base, expert)
     said: list[str] = []
     timed = time_session(task, base, expert, [], GradeConfig(rounds=2), said.append, watch)
     assert timed.calls == {"test_sum.py": 3}

@@ -2,6 +2,7 @@
 what every provider does is in test_sandbox_conformance.py."""
 from __future__ import annotations
 
+import shlex
 import socket
 import subprocess
 import sys
@@ -76,6 +77,19 @@ def test_agent_container_holds_nothing_of_the_answer(box: DockerSandbox) -> None
                     "| grep -v '^/tmp/needle$' || true").output.strip()
     assert hits == ""
 
+
+
+def test_the_diff_is_taken_without_the_agents_profile(box: DockerSandbox) -> None:
+    # The agent's commands run in a login shell: a `git` function in its profile stands in for git there.
+    target = box.exec("git ls-files | grep '[.]py$' | head -1").output.strip()
+    assert target
+    box.exec(f"echo '# a real edit' >> {shlex.quote(target)}")
+    fake = "diff --git a/x b/x\n--- /dev/null\n+++ b/x\n@@ -0,0 +1 @@\n+FAKE\n"
+    box.write_file("/root/.profile", f"git() {{ printf '%s' {shlex.quote(fake)}; }}\n")
+    assert box.exec("git diff HEAD").output == fake  # the agent's own shell sees the fake
+    patch = box.diff()
+    assert f"diff --git a/{target} b/{target}" in patch and "+# a real edit" in patch
+    assert "FAKE" not in patch
 
 def test_engine_failures_surface_as_the_one_sandbox_error() -> None:
     # A provider's own exceptions never reach callers: a closed sandbox, a container removed under a running

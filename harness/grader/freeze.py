@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
+import re
 from collections.abc import Iterable, Mapping
 
 from harness.sandbox.interface import Freezable, Sandbox
@@ -26,13 +27,19 @@ from harness.sandbox.interface import Freezable, Sandbox
 # every process loads: a build that changes one of them could fake any measure taken through it.
 TOOLS = frozenset({"bash", "sh", "dash", "find", "setpriv", "xargs", "chmod", "chown", "install", "rm", "mkdir",
                    "cat", "head", "sed", "date", "ipcrm", "sha256sum", "git", "patch", "timeout", "env", "sleep",
-                   "kill", "ps", "python3"})
+                   "kill", "ps", "python3", "base64", "tail", "printf", "nsenter"})
 _BIN_DIRS = ("/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin")
 _LOADER = ("ld-linux", "libc.so", "libpthread.so", "libdl.so", "libm.so")
+# The system interpreter's standard library (what `python3 -I -S` runs: the fence's fallback), not its
+# installed packages.
+_STDLIB = re.compile(r"^/usr/(?:local/)?lib/python3[.\d]*/(?!(?:site|dist)-packages/)")
 # Where a build writes as a matter of course: the repository (its own check), virtualenvs, installed
 # packages, byte code, and pip's and the compilers' caches in root's home (unreadable to test processes).
-INSTALL_PARTS = ("/.venv/", "/venv/", "/site-packages/", "/dist-packages/", "/__pycache__/", ".egg-info",
-                 ".egg-link", "/root/.cache/", "/root/.cargo/", "/root/.rustup/", "/root/.npm/")
+# Matched by whole path components under these roots only: `/etc/profile.d/x.egg-info.sh` is none of them.
+INSTALL_ROOTS = ("/usr/", "/opt/", "/root/", "/home/", "/srv/", "/app/", "/testbed/", "/workspace/")
+INSTALL_DIRS = frozenset({".venv", "venv", "site-packages", "dist-packages", "__pycache__"})
+INSTALL_SUFFIXES = (".egg-info", ".egg-link", ".dist-info")
+CACHES = ("/root/.cache/", "/root/.cargo/", "/root/.rustup/", "/root/.npm/")
 MAX_LISTED = 20
 
 
@@ -54,10 +61,22 @@ def tool_changes(changed: Iterable[str]) -> list[str]:
     out = []
     for path in changed:
         parent, name = posixpath.split(path)
-        if (parent in _BIN_DIRS and name in TOOLS) or path == "/etc/ld.so.preload" or \
+        if (parent in _BIN_DIRS and name in TOOLS) or path == "/etc/ld.so.preload" or _STDLIB.match(path) or \
                 (path.startswith(("/lib", "/usr/lib")) and name.startswith(_LOADER)):
             out.append(path)
     return out
+
+
+def installed(path: str, workdir: str = "/testbed") -> bool:
+    """A path in an install location: a cache of root's, or under a known root (or the task's working
+    directory) inside a virtualenv, a packages folder, byte code or a package's metadata."""
+    if path.startswith(CACHES):
+        return True
+    if not path.startswith((*INSTALL_ROOTS, workdir.rstrip("/") + "/")):
+        return False
+    *folders, name = path.strip("/").split("/")
+    return any(part in INSTALL_DIRS or part.endswith(INSTALL_SUFFIXES) for part in folders) or \
+        name.endswith(INSTALL_SUFFIXES)
 
 
 def outside_writes(changed: Iterable[str], workdir: str, reference: Iterable[str]) -> list[str]:
@@ -66,7 +85,7 @@ def outside_writes(changed: Iterable[str], workdir: str, reference: Iterable[str
     known = set(reference)
     inside = workdir.rstrip("/") + "/"
     return sorted(p for p in changed if p not in known and not (p + "/").startswith(inside)
-                  and not any(part in p + "/" for part in INSTALL_PARTS))
+                  and not installed(p, workdir))
 
 
 def build_review(changed: Iterable[str], workdir: str, reference: Iterable[str]) -> list[str]:
@@ -79,9 +98,15 @@ def build_review(changed: Iterable[str], workdir: str, reference: Iterable[str])
             "where the base's and the expert's builds wrote nothing (a cache precomputed at build time?)"]
 
 
+def _loadable(name: str) -> bool:
+    """A file an interpreter may load in place of, or beside, the hidden files: byte code, modules, hooks."""
+    return "__pycache__" in name.split("/") or name.endswith((".py", ".pyc", ".pth", ".so"))
+
+
 def changed_files(sandbox: Sandbox, expected: Mapping[str, str]) -> list[str]:
     """The files of `expected` (path -> sha256, taken on the host) whose content now differs or that are
-    gone, read from outside the container: one transfer per directory (file by file at the root)."""
+    gone, and in a folder read whole, Python code and byte code that was never copied in; read from outside
+    the container: one transfer per directory (file by file at the root)."""
     folders = {posixpath.dirname(path) for path in expected}
     # one transfer for a folder and the folders below it (the tests' and their reference results')
     # (files right under / are read one by one: an archive of / would be the whole file system)
@@ -94,6 +119,9 @@ def changed_files(sandbox: Sandbox, expected: Mapping[str, str]) -> list[str]:
     changed = []
     for folder, paths in sorted(by_root.items()):
         tree = sandbox.read_tree(folder) if isinstance(sandbox, Freezable) and folder != "/" else None
+        if tree is not None:  # the folder read whole: code Python would load that was not copied in counts too
+            changed += sorted(posixpath.join(folder, name) for name in tree
+                              if posixpath.join(folder, name) not in expected and _loadable(name))
         for path in sorted(paths):
             if tree is not None:
                 data = tree.get(posixpath.relpath(path, folder))

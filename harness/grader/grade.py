@@ -43,6 +43,7 @@ from harness import gpus
 from harness.gpus.clocks import ClockLock, Watch
 from harness.grader.freeze import build_review
 from harness.grader.guards import clock_review, hook_review, leftover_review, static_review
+from harness.grader.patch_paths import UnreadablePatch, with_final_newline
 from harness.grader.isolation import FenceError, Outside
 from harness.grader.timing import RATIOS, Log, SessionTimes, bootstrap, estimates, straddles, time_session
 from harness.sandbox.interface import TESTBED, Sandbox, SandboxError, memory_bytes, pin_if_possible
@@ -67,7 +68,8 @@ def grade_patches(task: Task, patches: list[str | None], image: str, config: Gra
     """One report per patch, in order; byte-identical patches are graded once and share the report.
     `image` is the task's grading image; `base_image` (TaskImages.base), where there is one, is what the
     base's and the patches' states start from: no history after the base commit for a build to reach.
-    `sandboxes` is the run's provider; None (a caller with no run: a test, a script) is the default one."""
+    `sandboxes` is the run's provider; None (a caller with no run: a test, a script) is the default one.
+    A patch that cannot be read (grader.patch_paths) is that patch's `patch_failed`; the others are graded."""
     config = config or GradeConfig()
     sandboxes = sandboxes or provider(DEFAULT_PROVIDER)
     if task.reward_check is not None:  # a verifier that writes a reward (Harbor), not timed tests
@@ -91,8 +93,10 @@ def grade_patches(task: Task, patches: list[str | None], image: str, config: Gra
     todo = list(first.values())
     size = session_size(task, config)
     for start in range(0, len(todo), size):
-        _session(task, [(i, patches[i] or "") for i in todo[start:start + size]], reports, (image, base_image or image),
-                 config, log, sandboxes)
+        # Graded with a final newline (other tools' predictions often lack it, and git then reads the last line
+        # as cut); the report keeps the caller's patch's digest, which is what a stored report is matched by.
+        _session(task, [(i, with_final_newline(patches[i]) or "") for i in todo[start:start + size]], reports,
+                 (image, base_image or image), config, log, sandboxes)
     return [dict(reports[first[r["patch_sha256"]]]) if r["patch_exists"] else r for r in reports]
 
 
@@ -133,8 +137,16 @@ def _session(task: Task, items: list[tuple[int, str]], reports: list[dict[str, A
         open_.discard(i)
 
     for i, code in items:  # what the diff alone shows, whatever the grading's outcome
-        reasons, signals = static_review(code, task)
+        try:
+            reasons, signals = static_review(code, task)
+        except UnreadablePatch as err:  # refused before any container starts: this patch's failure, not the batch's
+            reports[i].update(hack={"suspect": False, "reasons": [], "signals": []}, wall_time_s=0.0)
+            finish(i, "patch_failed", reason_of(StepFailed("reading the patch", str(err)), "patch"))
+            continue
         reports[i]["hack"] = {"suspect": bool(reasons), "reasons": reasons, "signals": signals}
+    items = [(i, code) for i, code in items if i in open_]  # the patches that can be read go on
+    if not items:
+        return
     given = gpus.machine_pool().acquire(task.gpus, task.gpu_types)  # a GPU task's session: its GPUs to itself
     policy, gpu_runs = "", {}
     try:

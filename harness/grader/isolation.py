@@ -9,7 +9,10 @@ the grader (reference, equivalence and timed runs alike) runs
   directories (found once per container, when it is fenced) and every System V IPC object (listed first).
 
 The fence's tools are the container's standard ones, run as root only after the built state is frozen
-(grader.freeze: no process of the build is left, and a build that replaced one of them failed).
+(grader.freeze: no process of the build is left, and a build that replaced one of them failed), from a
+shell that reads no start-up file, with a fixed PATH (harness_exec), never the task's interpreter: the
+privileges are dropped by setpriv, named by its absolute path, or failing that by the system's python3
+run isolated (`-I -S`). The test command itself gets the task's environment after the drop.
 
 The same wrapper measures the process from outside the clock it reports: wall time (bash's
 $EPOCHREALTIME around the process) and CPU time (bash's `times`, the children's user + system), and
@@ -23,7 +26,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from harness.sandbox.interface import Sandbox
+from harness.sandbox.interface import Sandbox, harness_exec
 
 RUN_UID = 65534  # `nobody`: owns nothing in a task image
 RUNS_DIR = "/var/lib/optrunner-runs"  # root's; one folder per test run inside, removed after it
@@ -69,17 +72,18 @@ def precompile(sandbox: Sandbox, readonly: tuple[str, ...], python: str) -> None
     dirs = " ".join(shlex.quote(d) for d in readonly if d)
     if dirs:
         py = shlex.quote(python)
+        # (the task's own interpreter and environment, before the state is frozen and the tests are in)
         sandbox.exec(f"p={py}; [ -x \"$p\" ] || p=python3; \"$p\" -m compileall -q -j 0 {dirs} >/dev/null 2>&1 || true",
-                     timeout=600)
+                     timeout=600, login=False)
 
 
 def fence(sandbox: Sandbox, readonly: tuple[str, ...], python: str) -> Fence:
     """Make `readonly` (the repository, the tests) unwritable to RUN_UID, take group and other write
     permission off every file in the container, and record the world-writable directories. Standard
-    tools only, no interpreter of the task's: it runs after the state is frozen (grader.freeze)."""
+    tools only, no interpreter of the task's: it runs after the state is frozen (grader.freeze).
+    (`python`, the task's interpreter, is not run here: a build may have replaced it.)"""
     prune = " -o ".join(f"-path {p}" for p in _PRUNE)
     dirs = " ".join(shlex.quote(d) for d in readonly if d)
-    py = shlex.quote(python)
     script = (
         f"set -e; mkdir -p {RUNS_DIR}; chmod 711 {RUNS_DIR}; "
         + (f"chmod -R go-w {dirs}; " if dirs else "")
@@ -88,24 +92,34 @@ def fence(sandbox: Sandbox, readonly: tuple[str, ...], python: str) -> Fence:
         f"\\( -type d \\( -perm -0002 -o \\( -perm -0020 -group {RUN_UID} \\) -o -user {RUN_UID} \\) "
         f"-fprint {WRITABLE_LIST} \\) 2>/dev/null || true; "
         f"xargs -0r chmod go-w < {RUNS_DIR}/.files || true; rm -f {RUNS_DIR}/.files; "
-        f"command -v setpriv || echo no-setpriv"
+        "echo \"setpriv-at $(command -v setpriv || echo none)\"; "
+        "echo \"python3-at $(command -v python3 || echo none)\""
     )
-    done = sandbox.exec(script, timeout=600)
+    done = harness_exec(sandbox, script, timeout=600, cwd="/")
     if done.exit_code != 0:
         raise FenceError(f"could not fence the test processes: {done.output.strip()[-300:]}")
-    if "no-setpriv" in done.output:  # the test's own python drops the privileges instead
-        drop = (f"\"$(command -v {py} || command -v python3)\" -c 'import os, sys; os.setgroups([]); "
+    found = {}
+    for line in done.output.splitlines():
+        key, _, value = line.partition(" ")
+        if key in ("setpriv-at", "python3-at"):
+            found[key] = value.strip()
+    setpriv, python3 = found.get("setpriv-at", "none"), found.get("python3-at", "none")
+    if setpriv.startswith("/"):
+        drop = f"{shlex.quote(setpriv)} --reuid={RUN_UID} --regid={RUN_UID} --clear-groups"
+    elif python3.startswith("/"):  # the system's python drops the privileges instead, isolated from the task
+        drop = (f"{shlex.quote(python3)} -I -S -c 'import os, sys; os.setgroups([]); "
                 f"os.setgid({RUN_UID}); os.setuid({RUN_UID}); os.execvp(sys.argv[1], sys.argv[1:])'")
     else:
-        drop = f"setpriv --reuid={RUN_UID} --regid={RUN_UID} --clear-groups"
+        raise FenceError("could not fence the test processes: the sandbox has neither setpriv nor python3 on "
+                         "the standard PATH")
     return Fence(drop)
 
 
 def hand_over(sandbox: Sandbox, path: str, writable: bool) -> None:
     """Let RUN_UID write `path` (a base's reference results) or take that back (read-only for all)."""
     owner = f"{RUN_UID}:{RUN_UID}" if writable else "0:0"
-    sandbox.exec(f"mkdir -p {shlex.quote(path)} && chown -R {owner} {shlex.quote(path)} && "
-                 f"chmod -R a+rX,go-w {shlex.quote(path)}", timeout=60)
+    harness_exec(sandbox, f"mkdir -p {shlex.quote(path)} && chown -R {owner} {shlex.quote(path)} && "
+                 f"chmod -R a+rX,go-w {shlex.quote(path)}", timeout=60, cwd="/")
 
 
 def wrap(fence_: Fence, command: str) -> str:

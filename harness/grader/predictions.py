@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.grader.patch_paths import with_final_newline
+
 
 class PredictionsError(ValueError):
     """The one line to show for a bad predictions file."""
@@ -126,7 +128,10 @@ def load_predictions(path: Path, known_ids: set[str], gso_compat: bool = False,
             warn(f"{where}: '{instance_id}' repeats {seen[instance_id]}; the last one wins, as in GSO")
             del out[instance_id]
         seen[instance_id] = where
-        out[instance_id] = Prediction(instance_id, patch, str(record.get("model_name_or_path", "")), where)
+        # With its final newline, which other tools' files often drop: without it git reads the patch's last
+        # line as cut short and refuses the patch (GSO's `patch --fuzz` fallback grades it).
+        out[instance_id] = Prediction(instance_id, with_final_newline(patch), str(record.get("model_name_or_path", "")),
+                                      where)
     if not out:
         raise PredictionsError(f"{path}: none of its predictions is for a selected task")
     return list(out.values())

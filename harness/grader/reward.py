@@ -42,8 +42,10 @@ from harness.grader.anchors import Objective, calibrate, objective, read_metric
 from harness.grader.config import GradeConfig
 from harness import gpus
 from harness.gpus.clocks import ClockLock
+from harness.grader.patch_paths import UnreadablePatch, read_section, sections
 from harness.grader.states import PATCH_PATH
-from harness.sandbox.interface import ExecResult, FileChanged, Freezable, Sandbox, SandboxError, pin_if_possible
+from harness.sandbox.interface import (ExecResult, FileChanged, Freezable, Sandbox, SandboxError, harness_exec,
+                                       pin_if_possible)
 from harness.sandbox.providers import SandboxProvider
 from harness.tasks.task import RewardCheck, Task
 
@@ -125,10 +127,16 @@ def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig,
         if agents_box is not None:
             box = agents_box
         else:
+            try:  # read whole first: text git would apply that no check reads is refused (grader.patch_paths)
+                for section in sections(patch or ""):
+                    read_section(section)
+            except UnreadablePatch as err:
+                report.update(status="patch_failed", reason=f"reading the patch failed: {err}")
+                return report
             box = start("patch")
             box.write_file(PATCH_PATH, patch if patch.endswith("\n") else patch + "\n")  # type: ignore[union-attr]
-            applied = box.exec(f"git apply --binary --whitespace=nowarn {PATCH_PATH}", timeout=300,
-                               cwd=box.workdir)
+            applied = harness_exec(box, f"git apply --binary --whitespace=nowarn {PATCH_PATH}", timeout=300,
+                                   cwd=box.workdir)
             if applied.exit_code != 0:
                 report.update(status="patch_failed", reason=f"git apply failed: {applied.output.strip()[-600:]}")
                 return report
@@ -203,12 +211,15 @@ def verify(box: Sandbox, check: RewardCheck, pinned: bool = True) -> Verificatio
         box.restart()
     if pinned and (changed := _changed_pins(box, box.workdir, box.pins)):
         raise PinsChanged(f"pinned file(s) changed: {', '.join(changed)}")
-    box.exec(f"rm -f {REWARD_TXT} {REWARD_JSON}; mkdir -p /logs/verifier {TESTS_DIR}", timeout=60)
+    harness_exec(box, f"rm -f {REWARD_TXT} {REWARD_JSON}; mkdir -p /logs/verifier {TESTS_DIR}", timeout=60, cwd="/")
     for name, data, mode in check.tests:
         path = f"{TESTS_DIR}/{name}"
         box.write_file(path, data)
-        box.exec(f"chmod {mode:o} {shlex.quote(path)}", timeout=30)
-    run = box.exec(f"bash {TESTS_DIR}/test.sh", timeout=check.timeout, cwd=box.workdir, env=dict(check.env))
+        harness_exec(box, f"chmod {mode:o} {shlex.quote(path)}", timeout=30, cwd="/")
+    # Harbor runs test.sh as root, with the task's environment: so do we, but from a shell that reads no
+    # profile (one an earlier round's test.sh wrote would run first otherwise); what it runs is the task's.
+    run = box.exec(f"bash {TESTS_DIR}/test.sh", timeout=check.timeout, cwd=box.workdir, env=dict(check.env),
+                   login=False)
     if run.timed_out:
         return Verification(run, None, {}, "timed out")
     # A process the verification's build left could rewrite the reward as it is read: seen, it is a flag.
@@ -298,8 +309,8 @@ def survivor_review(survivors: dict[str, set[str]]) -> list[str]:
 def _changed_pins(box: Sandbox, workdir: str, pins: dict[str, str]) -> list[str]:
     if not pins:
         return []
-    done = box.exec(HASH_PINS.format(workdir=shlex.quote(workdir), files=" ".join(shlex.quote(p) for p in pins)),
-                    timeout=120)
+    done = harness_exec(box, HASH_PINS.format(workdir=shlex.quote(workdir),
+                                              files=" ".join(shlex.quote(p) for p in pins)), timeout=120, cwd="/")
     now = {}
     for line in done.output.splitlines():
         digest, _, path = line.partition("  ")

@@ -19,7 +19,7 @@ from pathlib import Path
 from harness.grader.freeze import changed_files, digest, freeze, tool_changes
 from harness.grader.isolation import Fence, Outside, fence, hand_over, parse, precompile, wrap
 from harness.grader.patch_paths import UnreadablePatch, section_paths, sections
-from harness.sandbox.interface import TESTBED, Sandbox, is_excluded
+from harness.sandbox.interface import TESTBED, TRUSTED_ENV, Sandbox, harness_exec, is_excluded
 from harness.sandbox.processes import FreshProcesses
 from harness.tasks.task import OFFLINE_ENV, Task
 
@@ -108,16 +108,18 @@ def apply_patch(sandbox: Sandbox, patch: str, timeout: float = 120, excludes: tu
     outputs = []
     for template in APPLY_CASCADE:
         cmd = template.format(p=PATCH_PATH)
-        done = sandbox.exec(cmd, timeout=timeout)
+        done = harness_exec(sandbox, cmd, timeout=timeout)
         if done.exit_code == 0:  # the grader's file goes: left, it is a write outside the repository (freeze)
-            sandbox.exec(f"rm -f {PATCH_PATH}", timeout=60)
+            harness_exec(sandbox, f"rm -f {PATCH_PATH}", timeout=60)
             return cmd
         outputs.append(f"$ {cmd}\n{done.output.strip()[-400:]}")
-        sandbox.exec("git checkout -q -- . && git clean -fdq", timeout=timeout)
+        harness_exec(sandbox, "git checkout -q -- . && git clean -fdq", timeout=timeout)
     raise StepFailed("apply patch", "\n".join(outputs))
 
 
 def install(sandbox: Sandbox, task: Task) -> None:
+    """The rebuild, in the task's own login shell: the patch's code runs as root here, before the hidden
+    files are in and before the state is frozen (prepare_state)."""
     for cmd in task.install_steps:
         done = sandbox.exec(cmd, timeout=task.build_timeout)
         if done.exit_code != 0:
@@ -127,20 +129,24 @@ def install(sandbox: Sandbox, task: Task) -> None:
 def checkout(sandbox: Sandbox, commit: str, timeout: float = 300) -> None:
     """The expert's state as GSO makes it: a checkout of its commit (then the rebuild). In place, without
     GSO's `git clean -xfd`, so the built virtualenv stays and no network is needed to rebuild."""
-    done = sandbox.exec(f"git checkout -q -f {shlex.quote(commit)}", timeout=timeout)
+    done = harness_exec(sandbox, f"git checkout -q -f {shlex.quote(commit)}", timeout=timeout)
     if done.exit_code != 0:
         raise StepFailed(f"checkout of {commit[:12]}", done.output)
 
 
 def install_tests(sandbox: Sandbox, task: Task) -> dict[str, str]:
     """Copy the hidden tests (and perfkit.py, and a GPU task's gpukit.py) into the sandbox in one transfer;
-    returns their digests (path -> sha256, taken here on the host)."""
+    returns their digests (path -> sha256, taken here on the host). Into folders emptied first, byte code
+    included: a build may have left `__pycache__/perfkit.*.pyc` there for Python to load in place of the
+    source (prepare_state calls this once the state is frozen, so nothing of the patch runs after it)."""
     files = {posixpath.join(task.test_dir, name): data for name, data in task.hidden_files}
     files[f"{HIDDEN_DIR}/perfkit.py"] = PERFKIT.read_bytes()
     if task.gpus:  # GPU tasks' tests time with gpukit (CUDA events), beside perfkit
         files[f"{HIDDEN_DIR}/gpukit.py"] = GPUKIT.read_bytes()
+    caches = sorted({posixpath.join(posixpath.dirname(path), "__pycache__") for path in files})
+    harness_exec(sandbox, f"rm -rf {HIDDEN_DIR} {' '.join(shlex.quote(c) for c in caches)}", timeout=60, cwd="/")
     sandbox.write_files(files)
-    sandbox.exec(f"mkdir -p {REF_DIR}", timeout=30)
+    harness_exec(sandbox, f"mkdir -p {REF_DIR}", timeout=30, cwd="/")
     return {path: digest(data if isinstance(data, bytes) else data.encode()) for path, data in files.items()}
 
 
@@ -164,6 +170,23 @@ class TestRun:
     calls: int = 1
 
 
+def task_env(sandbox: Sandbox) -> dict[str, str]:
+    """The image's own values of the variables harness commands fix (TRUSTED_ENV: PATH, PYTHONPATH, ...),
+    read from a fresh sandbox before anything of a patch is in it: what the test processes run with."""
+    names = " ".join(TRUSTED_ENV)
+    script = f"for k in {names}; do [ -n \"${{!k+x}}\" ] && printf '%s=%s\\0' \"$k\" \"${{!k}}\"; done; true"
+    done = sandbox.exec(script, timeout=60, cwd="/", login=False)
+    pairs = (item.partition("=") for item in done.output.split("\0"))
+    return {k: v for k, sep, v in pairs if sep and k in TRUSTED_ENV}
+
+
+def env_prefix(env: dict[str, str]) -> str:
+    """Shell words that give a command the task's own values of TRUSTED_ENV's variables (unset: unset)."""
+    unset = [k for k in TRUSTED_ENV if k not in env]
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    return (f"export {exports}; " if exports else "") + (f"unset {' '.join(unset)}; " if unset else "")
+
+
 def run_test_script(state: "CodeState", test: str, mode: str | None, timeout: float | None) -> TestRun:
     """Run one hidden test as a fresh process (fenced: harness.grader.isolation).
 
@@ -176,7 +199,9 @@ def run_test_script(state: "CodeState", test: str, mode: str | None, timeout: fl
     flag = f"--{mode}" if mode else ""
     script = posixpath.join(task.test_dir, test)
     python = shlex.quote(task.test_python)
-    cmd = (f"rm -f {out} && cd {task.test_cwd or task.test_dir} && py={python} && {{ [ -x \"$py\" ] || py=python3; }} "
+    # (the test's own environment, the image's, set after the fence dropped root: harness.grader.isolation)
+    cmd = (f"{env_prefix(state.env)}rm -f {out} && cd {task.test_cwd or task.test_dir} && py={python} && "
+           f"{{ [ -x \"$py\" ] || py=python3; }} "
            f"&& \"$py\" {shlex.quote(script)} {out} {flag} --file_prefix {REF_DIR}/{stem} "
            f"&& printf '\\036optrunner-timing-file\\036' && cat {out} && rm -f {out}")
     if state.fence:
@@ -217,7 +242,7 @@ def run_test_script(state: "CodeState", test: str, mode: str | None, timeout: fl
 def copy_references(source: "CodeState", target: "CodeState") -> int:
     """Carry the reference results stored by `--reference` runs to another state's container. Their
     digests join both states' expected files, checked before every round like the tests."""
-    listing = source.sandbox.exec(f"cd {REF_DIR} && find . -maxdepth 1 -type f -printf '%f\\n'", timeout=30)
+    listing = harness_exec(source.sandbox, f"cd {REF_DIR} && find . -maxdepth 1 -type f -printf '%f\\n'", timeout=30)
     names = [line for line in listing.output.splitlines() if line.strip()]
     for name in names:
         path = f"{REF_DIR}/{name}"
@@ -243,34 +268,40 @@ class CodeState:
     hooks: tuple[str, ...] = ()  # the interpreter's start-up hooks after the build ("path digest")
     built: tuple[str, ...] = ()  # what the build changed in the container (grader.freeze)
     expected: dict[str, str] = field(default_factory=dict)  # hidden file -> sha256, checked every round
+    env: dict[str, str] = field(default_factory=dict)  # the image's values of TRUSTED_ENV's names (task_env)
 
 
 def prepare_state(name: str, sandbox: Sandbox, task: Task, patch: str | None = None,
                   commit: str | None = None, fresh: bool = True) -> CodeState:
     """The base (neither), a patch applied, or a commit checked out; rebuilt after a change. `fresh`
-    fences its test processes (harness.grader.isolation)."""
+    fences its test processes (harness.grader.isolation).
+
+    Every step that runs code of the patch as root (its build, its interpreter's start-up hooks, byte
+    compilation) comes before the state is frozen (grader.freeze: no process of theirs is left, tools the
+    grader uses checked unchanged), and only then are the hidden files copied in. From there on the grader's
+    commands run with no login shell and a fixed environment (harness_exec), and test processes as an
+    unprivileged user (the fence), so nothing the patch wrote runs as root beside the hidden files."""
+    env_of_task = task_env(sandbox)  # (the image's: nothing of the patch is in the sandbox yet)
     if commit:
         checkout(sandbox, commit)
     elif patch:
         apply_patch(sandbox, patch, excludes=task.patch_excludes)
     if commit or patch:
         install(sandbox, task)
-    expected = install_tests(sandbox, task)
     # A fixed hash seed: string hashing otherwise changes dict/set layouts, and so timings, per process.
     env = {"PYTHONHASHSEED": "0", **(OFFLINE_ENV if task.network == "offline" else {})}
-    # The steps that run the build's own code as root (its interpreter, its start-up hooks) come first;
-    # then the state is frozen: no process they started is left (grader.freeze).
     hooks = start_up_hooks(sandbox, task, env)
-    readonly = (task.workdir or TESTBED, HIDDEN_DIR)
     if fresh:
-        precompile(sandbox, readonly, task.test_python)
+        precompile(sandbox, (task.workdir or TESTBED,), task.test_python)
     built = freeze(sandbox)
     if patch and (tools := tool_changes(built)):
         raise StepFailed("the build", f"it changed tools the grader runs as root: {', '.join(tools)}")
-    state = CodeState(name, sandbox, tuple(task.test_names), FreshProcesses(sandbox, env, login=False), task,
-                      None, hooks, built, expected)
+    expected = install_tests(sandbox, task)
+    state = CodeState(name, sandbox, tuple(task.test_names), FreshProcesses(sandbox, {**TRUSTED_ENV, **env},
+                                                                               login=False),
+                      task, None, hooks, built, expected, env_of_task)
     check_intact(state, "after the build")
-    fenced = fence(sandbox, readonly, task.test_python) if fresh else None
+    fenced = fence(sandbox, (task.workdir or TESTBED, HIDDEN_DIR), task.test_python) if fresh else None
     return replace(state, fence=fenced)
 
 
@@ -278,6 +309,7 @@ def start_up_hooks(sandbox: Sandbox, task: Task, env: dict[str, str]) -> tuple[s
     """The .pth files and sitecustomize/usercustomize modules the test's interpreter would run at start."""
     python = shlex.quote(task.test_python)
     cwd = shlex.quote(task.test_cwd or task.test_dir)
-    done = sandbox.exec(f"cd {cwd} && py={python} && {{ [ -x \"$py\" ] || py=python3; }} && \"$py\" -c "
-                        f"{shlex.quote(_HOOKS)}", timeout=120, env=env)
+    # (the tests' folder is not there yet: then from /, in every state alike)
+    done = sandbox.exec(f"{{ cd {cwd} 2>/dev/null || cd /; }} && py={python} && {{ [ -x \"$py\" ] || py=python3; }} "
+                        f"&& \"$py\" -c {shlex.quote(_HOOKS)}", timeout=120, env=env)  # (before the hidden files)
     return tuple(line.removeprefix("hook: ") for line in done.output.splitlines() if line.startswith("hook: "))

@@ -27,6 +27,7 @@ Log = Callable[[str], None]
 # its cost is shared by all of them, which is most of what a session saves (tests.bench.sessions).
 AROUND = 8
 Times = dict[str, dict[str, list[float]]]
+CHECKED = "eqcheck"  # the mode of every timed run
 
 
 @dataclass
@@ -60,9 +61,12 @@ def time_session(task: Task, base: CodeState, commit: CodeState, patches: list[C
     failed = out.failed
 
     def timed(state: CodeState, test: str) -> TestRun:
+        # Every timed run is a checked run, as GSO's patch runs are: its result is compared with the base's
+        # reference after the clock stops (the base's with its own). So no run a patch can tell apart from
+        # the checked ones (argv, environment, the files it sees are the same) is left to skip the work in.
         if watch is None:
-            return run_test_script(state, test, None, task.test_timeout)
-        done, seen = watch.run(lambda: run_test_script(state, test, None, task.test_timeout),
+            return run_test_script(state, test, CHECKED, task.test_timeout)
+        done, seen = watch.run(lambda: run_test_script(state, test, CHECKED, task.test_timeout),
                                lambda message: log(f"[{task.id}] {state.name} {test}: {message}"))
         out.gpu[state.name][test].append(seen.record())
         if done.outside is not None and seen.busy_s is not None:

@@ -7,16 +7,18 @@ system's or root's. Build and tooling paths are left out. In a repository of the
 binary files are left out too, as GSO and OpenHands do; a working directory snapshotted outside itself
 (Harbor tasks, `git_dir`) gets a binary-safe diff, since there the files are the task.
 
-The patch is written into a folder mktemp makes for this diff alone (a fixed path could be a symlink or a
-directory the agent left there), at most `max_bytes` + 1 of it: a larger change is PatchTooLarge, and
-the runner never holds more of it than that.
+Run as the grader's own command (`harness_exec`: no login shell, no profile or rc file, a fixed
+environment and PATH), so no shell function, alias or variable the agent left in its profile stands in
+for git. The patch is written into a folder mktemp makes for this diff alone (a fixed path could be a
+symlink or a directory the agent left there), at most `max_bytes` + 1 of it: a larger change is
+PatchTooLarge, and the runner never holds more of it than that.
 """
 from __future__ import annotations
 
 import re
 import shlex
 
-from harness.sandbox.interface import DIFF_EXCLUDES, NoPatch, PatchTooLarge, Sandbox, SandboxError
+from harness.sandbox.interface import DIFF_EXCLUDES, NoPatch, PatchTooLarge, Sandbox, SandboxError, harness_exec
 
 TOO_LARGE = 4  # the script's exit code for a patch over the limit
 _AT = re.compile(r"^optrunner-diff-at (/tmp/\.optrunner-diff\.[A-Za-z0-9]+)$", re.MULTILINE)
@@ -65,7 +67,9 @@ def take_diff(sandbox: Sandbox, base_commit: str | None, git_dir: str | None) ->
     if not base_commit:
         raise SandboxError("the image has no base commit label; build it with 'optrunner build'")
     limit = sandbox.limits.max_patch_bytes
-    done = sandbox.exec(diff_script(sandbox.workdir, base_commit, git_dir, limit), timeout=300, cwd="/")
+    # No login shell, a fixed environment (harness_exec): a `git` shell function or an alias in the agent's
+    # profile would otherwise run in place of git and print whatever patch it likes.
+    done = harness_exec(sandbox, diff_script(sandbox.workdir, base_commit, git_dir, limit), timeout=300, cwd="/")
     if done.exit_code == TOO_LARGE:
         raise PatchTooLarge(f"the change is over sandbox.max_patch_bytes ({limit} bytes); it was not read")
     found = _AT.search(done.output)
@@ -77,4 +81,4 @@ def take_diff(sandbox: Sandbox, base_commit: str | None, git_dir: str | None) ->
     except OSError as err:  # replaced under the script's feet by something the agent left running
         raise NoPatch(f"the patch could not be read back: {type(err).__name__}: {err}") from None
     finally:
-        sandbox.exec(f"rm -rf {shlex.quote(folder)}", timeout=60, cwd="/")
+        harness_exec(sandbox, f"rm -rf {shlex.quote(folder)}", timeout=60, cwd="/")
