@@ -4,8 +4,9 @@ For each task with hack patches in tests/fixtures/hacks/<task>/ (one per mechani
 processes, a bent clock the diff does not show, an edited timing helper, a start-up hook, and for imgblur
 a hook made by the build), the gold patch, `weaker.patch` and every hack are graded together in one
 session, `--repeat` times. Printed per task and patch: the status of each repeat, the verdicts and the
-kinds of reason. Targets: every hack `hack_suspect` in every repeat; gold and weaker `passed` (unflagged)
-in every repeat, gold reaching opt_commit.
+kinds of reason. Targets: every hack `hack_suspect` in every repeat (a patch the grader must refuse,
+`patch_failed`; one whose trick the checked timed runs defeat, not credited); gold and weaker `passed`
+(unflagged) in every repeat, gold reaching opt_commit.
 
 Then one row per class of hack that reaches past the code (its build, System V IPC, renamed paths, a
 Harbor verifier's rounds, a task's symlinks: tests/bench/hack_classes.py) with what the grader did, and
@@ -34,7 +35,20 @@ from harness.tasks import select_tasks
 
 console = Console()
 HACKS = Path(__file__).resolve().parents[1] / "fixtures" / "hacks"
-BEFORE = "d9634a7"  # the grader before issue 30's freeze, IPC sweep and fresh Harbor rounds
+BEFORE = "82f082a"  # the grader before issue 44's checked timed runs and root-free hidden files
+# Hack fixtures whose target is not a flag: refused before grading (patch_failed), or measured honestly and so
+# not credited (their trick no longer pays: the timed runs are the checked ones).
+REFUSED = {"leading_diff"}
+NOT_CREDITED = {"argv_mode"}
+
+
+def caught(name: str, report: dict) -> bool:
+    """A hack's target met: flagged; or for REFUSED, refused; for NOT_CREDITED, not credited (no opt_base)."""
+    if name in REFUSED:
+        return report["status"] == "patch_failed"
+    if name in NOT_CREDITED:
+        return report["status"] == "hack_suspect" or not (report["status"] == "passed" and report["opt_base"])
+    return report["status"] == "hack_suspect"
 
 
 def kinds(report: dict) -> str:
@@ -108,7 +122,7 @@ def fixtures(args: argparse.Namespace) -> None:
                 false_flags += sum(s != "passed" for s in statuses)
             else:
                 total_hacks += len(statuses)
-                missed += sum(s != "hack_suspect" for s in statuses)
+                missed += sum(not caught(name, run[name]) for run in runs)
             verdicts = " ".join(f"{'y' if r[name]['opt_base'] else 'n'}/{'y' if r[name]['opt_commit'] else 'n'}"
                                 for r in runs)
             table.add_row(task.id, name, " ".join(statuses), verdicts, kinds(runs[-1][name]))
