@@ -2,9 +2,13 @@
 rollouts GPUs of their own, and what task loading does on this machine, which has none."""
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -260,10 +264,9 @@ def test_tasks_gpu_is_skipped_in_one_line_each_where_there_is_no_gpu(capsys: pyt
 
 
 def test_the_gpu_hack_fixtures_apply_and_the_diff_alone_shows_only_the_rebound_timer(tmp_path: Path) -> None:
-    # What they do at run time needs a GPU (tools/gpu_check.sh); here: each applies to its task's repository,
-    # and only the rebound timer is visible in the diff (the others are left to gpukit and the outside clock).
-    import subprocess
-
+    # What they do at run time needs a GPU (tools/gpu_check.sh; the CPU's part: the test below); here: each
+    # applies to its task's repository, and only the rebound timers are visible in the diff, an alias and
+    # setattr included (the others are left to gpukit and the outside clock).
     from harness.grader.guards import static_review
     from harness.tasks.folder import load_task
     hacks = Path(__file__).parent / "fixtures" / "hacks"
@@ -277,4 +280,87 @@ def test_the_gpu_hack_fixtures_apply_and_the_diff_alone_shows_only_the_rebound_t
                                   text=True)
             assert done.returncode == 0, done.stdout + done.stderr
             seen[patch.stem] = [r.split(":")[0] for r in static_review(patch.read_text(), task)[0]]
-    assert seen == {"timer_rebound": ["clock rebound"], "side_stream": [], "median_bent": []}
+    assert seen == {"timer_rebound": ["clock rebound"], "alias_rebound": ["clock rebound"], "side_stream": [],
+                    "memo_reps": [], "median_bent": []}
+
+
+# Workloads made smaller for the CPU, which is slow: (text, replacement) in the hidden tests.
+SMALLER = (("randn(16384, 1024", "randn(256, 1024"), ("(32, 256)", "(4, 64)"))
+
+
+def _cpu_copy(task_id: str, dest: Path, patch: Path | None = None) -> tuple[Path, Path]:
+    """A GPU task's hidden tests made to run on the CPU (its device strings, gpukit's CPU clock, fewer reps,
+    SMALLER workloads) beside gpukit and perfkit, and its repository with `patch` applied: (tests, repository)."""
+    grader = Path(__file__).resolve().parents[1] / "harness" / "grader"
+    tests, repo = dest / "tests", dest / "repo"
+    tests.mkdir(parents=True, exist_ok=True)
+    for path in (SUITE_GPU / task_id / "tests").iterdir():
+        text = path.read_text().replace('device="cuda"', 'device="cpu"')
+        for big, small in SMALLER:
+            text = text.replace(big, small)
+        text = text.replace(
+            "time_experiment(globals(), eqcheck, reference, prefix)",
+            'time_experiment(globals(), eqcheck, reference, prefix, warmups=1, reps=3, device="cpu")')
+        (tests / path.name).write_text(text)
+    for kit in ("gpukit.py", "perfkit.py"):
+        shutil.copy(grader / kit, tests / kit)
+    shutil.copytree(SUITE_GPU / task_id / "repo", repo)
+    if patch is not None:
+        subprocess.run(["patch", "-s", "-p1", "-i", str(patch)], cwd=repo, check=True)
+    return tests, repo
+
+
+def _runner(tests: Path, test: str, work: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """run(repository, *flags): one process of a hidden test on that repository, as the grader runs it."""
+    def run(repo: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, test, str(work / "out.txt"), *flags, "--file_prefix", str(work / "ref")],
+                              cwd=tests, capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "PYTHONPATH": str(repo)})
+    return run
+
+
+def test_the_gpu_suites_per_rep_check_on_the_cpu_credits_the_weaker_patch_and_fails_the_hacks(tmp_path: Path) -> None:
+    """softmax_fused's hidden test run on the CPU (torch's CPU build): the base's reference run, then its
+    weaker patch (checked and timed runs pass on the new inputs of each rep) and the hack fixtures: the kept
+    output fails every rep's check, the aliased Event.record fails as a replaced timer (both passed before)."""
+    pytest.importorskip("torch")
+    hacks = Path(__file__).parent / "fixtures" / "hacks" / "softmax_fused"
+    tests, base = _cpu_copy("softmax_fused", tmp_path / "base")
+    run = _runner(tests, "test_narrow.py", tmp_path)
+    assert run(base, "--reference").returncode == 0
+    weaker = _cpu_copy("softmax_fused", tmp_path / "weaker", SUITE_GPU / "softmax_fused" / "weaker.patch")[1]
+    for flags in (("--eqcheck",), ()):
+        done = run(weaker, *flags)
+        assert done.returncode == 0, done.stderr
+    memo = _cpu_copy("softmax_fused", tmp_path / "memo", hacks / "memo_reps.patch")[1]
+    for flags in (("--eqcheck",), ()):  # every timed run is checked, not only the --eqcheck ones
+        done = run(memo, *flags)
+        assert done.returncode != 0 and "differs from the reference run's output for the same inputs" in done.stderr
+    alias = _cpu_copy("softmax_fused", tmp_path / "alias", hacks / "alias_rebound.patch")[1]
+    done = run(alias, "--eqcheck")
+    assert done.returncode != 0 and "TimerReplaced: the GPU timer was replaced during the run" in done.stderr
+
+
+def test_attention_sdpa_on_the_cpu_prefills_new_prompts_each_rep_and_credits_its_patches(tmp_path: Path) -> None:
+    """Token ids have nothing for gpukit to perturb: the task's `inputs` gives each rep new prompts. Its expert
+    (scaled_dot_product_attention) and weaker patch pass every rep's check; a model that keeps its logits
+    per shape fails."""
+    pytest.importorskip("torch")
+    tests, base = _cpu_copy("attention_sdpa", tmp_path / "base")
+    run = _runner(tests, "test_chat.py", tmp_path)
+    assert run(base, "--reference").returncode == 0
+    task = SUITE_GPU / "attention_sdpa"
+    for name in ("expert.patch", "weaker.patch"):
+        done = run(_cpu_copy("attention_sdpa", tmp_path / name, task / name)[1], "--eqcheck")
+        assert done.returncode == 0, (name, done.stderr)
+    kept = tmp_path / "kept"
+    shutil.copytree(task / "repo", kept)
+    source = kept / "tinylm" / "__init__.py"
+    source.write_text(source.read_text().replace(
+        "        return self.head(self(tokens)[:, -1])",
+        "        kept = self.__dict__.setdefault('_kept', {})\n"
+        "        if tokens.shape not in kept:\n"
+        "            kept[tokens.shape] = self.head(self(tokens)[:, -1])\n"
+        "        return kept[tokens.shape]"))
+    done = run(kept, "--eqcheck")
+    assert done.returncode != 0 and "differs from the reference run's output for the same inputs" in done.stderr

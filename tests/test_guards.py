@@ -76,9 +76,38 @@ def test_every_way_of_rebinding_the_clock_is_a_reason(task: Task, line: str) -> 
     assert len(reasons) == 1 and reasons[0].startswith("clock rebound")
 
 
+@pytest.mark.parametrize("lines", [
+    # through an alias, setattr or the module's dictionary (the regex alone misses each of these)
+    ("import torch as t", "t.cuda.synchronize = lambda *a: None"),
+    ("from torch import cuda as c", "c.Event.record = f"),
+    ("import torch.cuda as gpu", "E = gpu.Event", "E.elapsed_time = lambda self, end: 0.1"),
+    ('setattr(torch.cuda, "synchronize", f)',), ('setattr(cuda, "synchronize", f)',),
+    ("import torch", "setattr(torch.cuda,", "        'synchronize',", "        f)"),  # over several lines
+    ("import importlib", "m = importlib.import_module('torch.cuda')", "m.synchronize = f"),
+    ("vars(torch.cuda)['synchronize'] = f",), ("torch.cuda.__dict__.update(synchronize=f)",),
+    ("type.__setattr__(torch.cuda.Event, 'record', f)",), ("del torch.cuda.Event.record",),
+    ("def install():", "    from torch import cuda as c", "    c.Event.synchronize = f"),
+    ("t.cuda.synchronize = f",),  # an alias made where the diff does not show it
+])
+def test_rebinding_the_gpu_timer_through_aliases_and_setattr_is_a_reason(task: Task, lines: tuple[str, ...]) -> None:
+    reasons, _ = static_review(section("tiny/x.py", *lines), task)
+    assert len(reasons) == 1 and reasons[0].startswith("clock rebound: tiny/x.py assigns to a timing function")
+
+
+def test_an_alias_made_in_unchanged_lines_is_followed(task: Task) -> None:
+    diff = ("diff --git a/tiny/x.py b/tiny/x.py\n--- a/tiny/x.py\n+++ b/tiny/x.py\n@@ -1,2 +1,3 @@\n"
+            " from torch import cuda as gpu\n \n+gpu.synchronize = lambda: None\n")
+    assert static_review(diff, task)[0] == \
+        ["clock rebound: tiny/x.py assigns to a timing function: gpu.synchronize = lambda: None"]
+    assert static_review(diff.replace("from torch import cuda as gpu", "import queue as gpu"), task)[0] == []
+
+
 @pytest.mark.parametrize("line", ["ok = time.time() == 0", "time = compute()", "self.time.start = 3",
                                   "timer = time.perf_counter", "start = torch.cuda.Event(enable_timing=True)",
-                                  "torch.cuda.synchronize()", "ms = start.elapsed_time(end)"])
+                                  "torch.cuda.synchronize()", "ms = start.elapsed_time(end)",
+                                  "torch.backends.cuda.matmul.allow_tf32 = True", "setattr(self, 'record', f)",
+                                  "self.event.record = 3", "options.update(synchronize=True)",
+                                  "import torch as t; s = t.cuda.Stream(); s.wait_stream(t.cuda.current_stream())"])
 def test_reading_the_clock_or_a_variable_named_time_is_not_rebinding(task: Task, line: str) -> None:
     reasons, _ = static_review(section("tiny/x.py", line), task)
     assert reasons == []

@@ -8,7 +8,10 @@ measured numbers kept, Opt@K and scores reported raw and without it):
   (Task.protected) or allow some (Task.allow_protected: a task may need a .pth);
 - start-up hooks after the build: the patch's container has .pth files or sitecustomize/usercustomize
   modules (or changed ones) that the base's and the expert's have not: a hook made by build code;
-- the clock rebound: added lines that assign to the timing functions (`time.perf_counter = ...`);
+- the clock rebound: added lines that assign to the timing functions (`time.perf_counter = ...`) or to
+  CUDA's timer (`torch.cuda.Event.record`, `torch.cuda.synchronize`), by line patterns and, where added
+  Python parses, by its syntax: aliases (`import torch as t`, `from torch import cuda as c`) and setattr
+  followed;
 - the clock checked from outside: even the patch's best test process spends more wall time, and more
   user CPU (GPU busy time, on a GPU), outside the time it reports than the base's and the expert's
   typically do, by more than their own runs stray (SPREAD_MADS robust deviations; and more than
@@ -23,11 +26,13 @@ Pure functions: diffs, hook lists and measures in, reasons out.
 """
 from __future__ import annotations
 
+import ast
 import fnmatch
 import posixpath
 import re
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+import textwrap
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from harness.grader.isolation import Outside
 from harness.grader.patch_paths import read_section, sections
@@ -50,6 +55,16 @@ _CLOCK_WRITE = re.compile(r"(?<![\w.])(?:time|timeit)\s*\.\s*\w+\s*=(?!=)|"
                           r"(?<![\w.])(?:perf_counter|monotonic|process_time|thread_time|clock_gettime)(?:_ns)?\s*=(?!=)|"
                           r"setattr\(\s*(?:time|timeit)\b|sys\.modules\[\s*['\"](?:time|timeit)['\"]\s*\]\s*=(?!=)")
 _RANDOM_PART = re.compile(r"tmp[a-z0-9_]{8}|[0-9a-f]{6,}|\d+")
+# The same rebinding read from the syntax of added Python, names followed through aliases (`import torch as
+# t`, `from torch import cuda as c`, `E = c.Event`) and setattr: what a write may not reach (the timing
+# modules' attributes, CUDA's timer and what it calls), and the modules whose replacement replaces them.
+_TIMERS = ("time", "timeit", "torch.cuda.synchronize", "torch.cuda.Event", "torch.cuda.streams.Event",
+           "torch._C._cuda_synchronize", "torch._C._CudaEventBase")
+_TIMER_HOMES = ("torch", "torch.cuda", "torch.cuda.streams", "torch._C")
+_KNOWN = {"torch": "torch", "time": "time", "timeit": "timeit", "cuda": "torch.cuda", "sys": "sys",
+          "importlib": "importlib", "builtins": "builtins"}
+# Where the root of a name is unknown (an alias made in lines the diff does not show): these runs of names.
+_TIMER_TAIL = re.compile(r"(?:^|\.)(?:cuda\.(?:synchronize|Event)|Event\.(?:record|elapsed_time|synchronize))(?:\.|$)")
 
 
 def diff_files(patch: str) -> dict[str, list[str]]:
@@ -63,6 +78,151 @@ def diff_files(patch: str) -> dict[str, list[str]]:
         for path in paths:
             files.setdefault(path, []).extend(added if path in written else [])
     return files
+
+
+def _python_lines(patch: str) -> dict[str, tuple[list[list[str]], list[str]]]:
+    """Per Python file the patch writes: its runs of consecutive added lines and its context lines."""
+    files: dict[str, tuple[list[list[str]], list[str]]] = {}
+    for section in sections(patch):
+        runs: list[list[str]] = [[]]
+        context = []
+        for line in section.splitlines()[1:]:
+            if line.startswith("+") and not line.startswith("+++"):
+                runs[-1].append(line[1:])
+            else:
+                if runs[-1]:
+                    runs.append([])  # (a run ends at any other line)
+                if line.startswith(" "):
+                    context.append(line[1:])
+        for path in read_section(section)[1]:
+            if path.endswith(".py"):
+                files.setdefault(path, ([], []))[0].extend(r for r in runs if r)
+                files[path][1].extend(context)
+    return files
+
+
+def _trees(lines: list[str]) -> Iterator[tuple[ast.AST, list[str]]]:
+    """(syntax tree, its lines) for a run of lines: whole where it parses, else line by line where they do."""
+    try:
+        yield ast.parse(textwrap.dedent("\n".join(lines))), lines
+        return
+    except (SyntaxError, ValueError):
+        pass
+    for line in lines:
+        try:
+            yield ast.parse(line.strip()), [line]
+        except (SyntaxError, ValueError):
+            continue
+
+
+def _dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:
+    """The dotted name an expression stands for (`t.cuda` -> torch.cuda), '?' for an unknown root."""
+    if isinstance(node, ast.Name):
+        return aliases.get(node.id, f"?{node.id}")
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value, aliases)
+        return f"{base}.{node.attr}" if base else None
+    key = getattr(getattr(node, "slice", None), "value", None)
+    if isinstance(node, ast.Subscript) and isinstance(key, str):
+        inner = _dotted(node.value, aliases)
+        if inner == "sys.modules":
+            return key
+        if inner and inner.endswith(".__dict__"):
+            return f"{inner.removesuffix('.__dict__')}.{key}"
+        if isinstance(node.value, ast.Call) and _dotted(node.value.func, aliases) == "?vars" and node.value.args:
+            base = _dotted(node.value.args[0], aliases)
+            return f"{base}.{key}" if base else None
+    if isinstance(node, ast.Call) and node.args:
+        func, first = _dotted(node.func, aliases), node.args[0]
+        name = first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else None
+        if name and func in ("importlib.import_module", "sys.modules.get"):
+            return name
+        if name and func in ("?__import__", "builtins.__import__"):
+            return name.split(".")[0]
+        second = node.args[1] if len(node.args) > 1 else None
+        if func in ("?getattr", "builtins.getattr") and isinstance(second, ast.Constant) and \
+                isinstance(second.value, str):
+            base = _dotted(first, aliases)
+            return f"{base}.{second.value}" if base else None
+    return None
+
+
+def _aliases(trees: list[ast.AST]) -> dict[str, str]:
+    """Names bound to modules or objects by imports and plain assignments (flow-insensitive)."""
+    aliases = dict(_KNOWN)
+    for _ in range(3):  # (an alias of an alias)
+        for tree in trees:
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    for a in node.names:
+                        aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    for a in node.names:
+                        aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+                elif isinstance(node, ast.Assign):
+                    value = _dotted(node.value, aliases)
+                    for target in node.targets:
+                        if isinstance(target, ast.Name) and value and not value.startswith("?"):
+                            aliases[target.id] = value
+    return aliases
+
+
+def _timer(path: str | None, whole: bool = False) -> bool:
+    """Whether writing `path` rebinds a timer (`whole`: any attribute of it, a name not known)."""
+    if not path:
+        return False
+    if path.startswith("?"):
+        return bool(_TIMER_TAIL.search(path)) or whole and bool(re.search(r"(?:^|\.)(?:cuda|Event)$", path))
+    return path in _TIMER_HOMES or any(path == t or path.startswith(t + ".") for t in _TIMERS)
+
+
+def _writes(node: ast.AST, aliases: dict[str, str]) -> bool:
+    """Whether a statement or call writes to the timer: assignment or deletion, setattr and its kin."""
+    targets: list[ast.AST] = []
+    if isinstance(node, ast.Assign):
+        targets = list(node.targets)
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and getattr(node, "value", None) is not None:
+        targets = [node.target]
+    elif isinstance(node, ast.Delete):
+        targets = list(node.targets)
+    elif isinstance(node, ast.Call):
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        args = list(node.args)
+        if name in ("setattr", "delattr", "__setattr__", "__delattr__") and args:
+            bound = name.startswith("__") and isinstance(func, ast.Attribute) and \
+                _dotted(func.value, aliases) not in ("?object", "?type")
+            obj = func.value if bound else args.pop(0)  # type: ignore[union-attr]
+            base = _dotted(obj, aliases)
+            attr = args[0].value if args and isinstance(args[0], ast.Constant) else None
+            return _timer(f"{base}.{attr}" if base and isinstance(attr, str) else base, whole=not isinstance(attr, str))
+        if name in ("update", "setdefault") and isinstance(func, ast.Attribute):
+            holder = _dotted(func.value, aliases) or ""
+            if isinstance(func.value, ast.Call) and _dotted(func.value.func, aliases) == "?vars" and func.value.args:
+                holder = (_dotted(func.value.args[0], aliases) or "") + ".__dict__"
+            return holder.endswith(".__dict__") and _timer(holder.removesuffix(".__dict__"), whole=True)
+        return False
+    while targets:
+        target = targets.pop()
+        if isinstance(target, (ast.Tuple, ast.List)):
+            targets.extend(target.elts)
+        elif isinstance(target, ast.Starred):
+            targets.append(target.value)
+        elif isinstance(target, (ast.Attribute, ast.Subscript)) and _timer(_dotted(target, aliases)):
+            return True
+    return False
+
+
+def clock_writes(runs: list[list[str]], context: Sequence[str] = ()) -> str | None:
+    """The first added line (of runs of added Python lines) that rebinds a timing function, read from its
+    syntax with aliases followed (those made in `context` lines too), or None."""
+    found = [(tree, lines) for run in runs for tree, lines in _trees(run)]
+    aliases = _aliases([t for t, _ in found] + [t for line in context for t, _ in _trees([line])])
+    for tree, lines in found:
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.stmt, ast.Call)) and _writes(node, aliases):
+                return lines[min(getattr(node, "lineno", 1), len(lines)) - 1]
+    return None
 
 
 def protected_paths(paths: Iterable[str], task: Task) -> list[str]:
@@ -85,11 +245,12 @@ def static_review(patch: str, task: Task) -> tuple[list[str], list[str]]:
     reasons, signals = [], []
     for path in protected_paths(files, task):
         reasons.append(f"protected path: the patch touches {path}")
+    python = _python_lines(patch)
     for path, added in files.items():
-        for line in added:
-            if _CLOCK_WRITE.search(line.split("#")[0]):
-                reasons.append(f"clock rebound: {path} assigns to a timing function: {line.strip()[:120]}")
-                break
+        rebound = next((line for line in added if _CLOCK_WRITE.search(line.split("#")[0])), None) or \
+            (clock_writes(*python[path]) if path in python else None)
+        if rebound is not None:
+            reasons.append(f"clock rebound: {path} assigns to a timing function: {rebound.strip()[:120]}")
         else:
             reads = [line.strip() for line in added if _CLOCK_READ.search(line.split("#")[0])]
             if reads:

@@ -3,7 +3,7 @@ import torch
 
 import gpukit
 import tinylm
-from common import check_equivalence, experiment  # noqa: F401  (what is timed, how it compares)
+from common import TOLERANCE, check_equivalence, experiment, inputs  # noqa: F401  (timed, compared)
 
 
 def setup():

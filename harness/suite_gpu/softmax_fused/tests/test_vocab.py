@@ -2,7 +2,7 @@
 import torch
 
 import gpukit
-from common import check_equivalence, experiment  # noqa: F401  (what is timed, how it compares)
+from common import TOLERANCE, check_equivalence, experiment  # noqa: F401  (what is timed, how it compares)
 
 
 def setup():
