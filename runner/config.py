@@ -140,8 +140,12 @@ class RunConf:
     grading: GradeConfig = field(default_factory=GradeConfig)
     judge: JudgeConfig | None = None  # judge=MODEL: an LLM judges each rollout once it is graded (runner.judging)
     infra_retries: int = 2
-    # On resume: rollouts recorded infra_error / provider_error run again, grading reports with status error
-    # are redone (false: kept as they are; `--no-retry-errors`). Not part of the experiment's identity.
+    # A rollout's attempts in all, across resumes (its record's `attempts`): an infrastructure failure is run
+    # again only while it has attempts left, so no rollout gets an unbounded number of fresh tries.
+    rollout_attempts: int = 3
+    # On resume: rollouts recorded infra_error / provider_error with attempts left (rollout_attempts) run again,
+    # grading reports with status error are redone (false: kept as they are; `--no-retry-errors`). Not part of
+    # the experiment's identity.
     retry_errors: bool = True
     name: str = "run"
     sweep_name: str = "sweep"
@@ -319,6 +323,8 @@ def _check(conf: RunConf) -> None:
         raise ConfigError(f"parallel must be at least 1, got {conf.parallel}")
     if conf.infra_retries < 0:
         raise ConfigError(f"infra_retries must be 0 or more, got {conf.infra_retries}")
+    if conf.rollout_attempts < 1:
+        raise ConfigError(f"rollout_attempts must be at least 1, got {conf.rollout_attempts}")
     if conf.grade not in GRADE_MODES:
         raise ConfigError(f"grade must be one of {', '.join(GRADE_MODES)}, got {conf.grade!r}")
     if conf.scaffold.name not in NAMES:

@@ -74,8 +74,9 @@ class RolloutRecord(_Record):
     actions: int = 0  # actions executed (steps counts model calls)
     details: dict[str, Any] = field(default_factory=dict)  # the scaffold's: mode, condensations, patch_source
     attempt_usage: list[Usage] = field(default_factory=list)  # per attempt when retried; `usage` is their sum
+    attempt_trajectories: list[str] = field(default_factory=list)  # run-relative paths: the discarded attempts'
 
-    OPTIONAL = ("actions", "details", "attempt_usage")
+    OPTIONAL = ("actions", "details", "attempt_usage", "attempt_trajectories")
 
     @classmethod
     def _convert(cls, known: dict[str, Any]) -> dict[str, Any]:

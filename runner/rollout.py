@@ -5,9 +5,12 @@ The scaffold checks its limits between steps; the runner does not trust that alo
 worker thread, and if it has not returned by the wall-clock limit (plus a short grace for the step in
 flight), the runner stops it, takes the diff from the still-running sandbox and records `time_limit`.
 Infrastructure failures (the sandbox, a provider outage after retries) are retried with a fresh
-sandbox up to `infra_retries` times and reported apart from agent failures. What a discarded attempt
-spent stays with the rollout: its usage is the sum of every attempt's (each kept in `attempt_usage`),
-and the run's cost cap counts it from the moment it was spent.
+sandbox up to `infra_retries` times, and to `rollout_attempts` attempts in all across resumes (the record's
+`attempts` counts them), and reported apart from agent failures. A sandbox its own processes ended
+(`SandboxKilledFromInside`: the agent killed its keep-alive) is the agent's outcome, `sandbox_killed`, and
+never retried: else an agent could trade a bad attempt for a fresh one. What a discarded attempt spent stays
+with the rollout: its usage is the sum of every attempt's (each kept in `attempt_usage`), the run's cost cap
+counts it from the moment it was spent, and its trajectory is kept (`attempt_trajectories`).
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import copy
 import dataclasses
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,17 +28,18 @@ from harness.models.model import Model
 from harness.models.redaction import redact
 from harness.models.records import Usage
 from harness.models.scripted import Script, is_scripted
-from harness.sandbox.interface import (NoPatch, PatchTooLarge, Sandbox, SandboxError, close_quietly,
-                                      pin_if_possible)
+from harness.sandbox.interface import (NoPatch, PatchTooLarge, Sandbox, SandboxError, SandboxKilledFromInside,
+                                       close_quietly, pin_if_possible)
 from harness.sandbox.providers import SandboxProvider
 from harness.tasks.task import Task
 from runner.checkpoints import CheckpointDir, checkpoint_dir
 from runner.config import ConfigError, RunConf
 from harness.grader.config import patch_sha256
+from runner.live import Live
 from runner.records import RolloutRecord, System
-from runner.store import RunStore, trajectory_ref
+from runner.store import RunStore, attempt_trajectory_ref, trajectory_ref
 from scaffolds import make_scaffold
-from scaffolds.checkpoint import Checkpoints, EpisodeState
+from scaffolds.checkpoint import EpisodeState
 from scaffolds.episode import Episode
 from scaffolds.exits import RETRIED, ExitReason
 
@@ -55,58 +60,6 @@ def _close_and_release(sandbox: Sandbox, given: tuple[gpus.Gpu, ...]) -> None:
 
 class Interrupted(Exception):
     """The run is stopping (Ctrl-C): the rollout is dropped, not recorded, and redone on resume."""
-
-
-@dataclass
-class Live:
-    """What the progress display and the cost cap see of a running rollout."""
-    task_id: str
-    index: int
-    started_at: float = field(default_factory=time.time)
-    attempt: int = 0
-    model: Model | None = None
-    sandbox: Sandbox | None = None
-    stop: threading.Event = field(default_factory=threading.Event)
-    stop_reason: ExitReason | None = None  # why the runner stopped it: interrupted, time or run cost limit
-    spent: list[Usage] = field(default_factory=list)  # what the discarded attempts before this one used
-    carried: Usage = field(default_factory=Usage)  # what the pieces before a checkpoint it continues used
-    checkpoints: Checkpoints | None = None  # its episode's checkpointing, when it keeps checkpoints
-
-    @property
-    def steps(self) -> int:
-        return self.model.calls if self.model else 0
-
-    @property
-    def cost(self) -> float:
-        return (sum(u.cost_usd for u in self.spent) + self.carried.cost_usd
-                + (self.model.usage.cost_usd if self.model else 0.0))
-
-    def request_stop(self, reason: ExitReason) -> None:
-        """Ask the rollout to end (from another thread or a signal handler). An interrupt also closes its
-        sandbox at once, which ends the command in flight instead of waiting for its timeout."""
-        if reason == ExitReason.INTERRUPTED or self.stop_reason is None:
-            self.stop_reason = reason
-        keep = self.checkpoints.now if self.checkpoints is not None else None
-        if reason == ExitReason.INTERRUPTED and keep is not None:  # waiting on the model: keep the work so far
-            try:
-                keep()
-            except Exception:  # noqa: BLE001 - the last periodic checkpoint is still there
-                pass
-        self.stop.set()
-        box = self.sandbox
-        if reason == ExitReason.INTERRUPTED and box is not None:
-            threading.Thread(target=close_quietly, args=(box,), daemon=True).start()
-
-    def snapshot(self) -> dict[str, Any]:
-        """What the driver shows of a rollout running elsewhere (plain values)."""
-        return {"task_id": self.task_id, "index": self.index, "started_at": self.started_at,
-                "attempt": self.attempt, "steps": self.steps, "cost": self.cost}
-
-    def discard_attempt(self) -> None:
-        """The current attempt is being retried: keep what it spent."""
-        if self.model is not None:
-            self.spent.append(copy.deepcopy(self.model.usage))
-            self.model = None
 
 
 def script_for(conf: RunConf, task: Task, index: int, store_of_replayed: RunStore | None) -> Script | None:
@@ -142,7 +95,11 @@ class RolloutJob:
     index: int
     image: str  # the agent's image
     script: Script | None = None  # scripted models: what the model plays
-    spent_before: list[Usage] = field(default_factory=list)  # a resumed infra failure: what it spent then
+    # a resumed infrastructure failure: its attempts so far (each one's spend, errors and trajectory kept)
+    spent_before: list[Usage] = field(default_factory=list)
+    attempts_before: int = 0
+    errors_before: list[str] = field(default_factory=list)
+    trajectories_before: list[str] = field(default_factory=list)
 
     @property
     def key(self) -> tuple[str, int]:
@@ -155,14 +112,20 @@ class RolloutResult:
     record: RolloutRecord
     trajectory: dict[str, Any] | None
     grading: dict[str, Any] | None = None  # grading.in_place: the report made in the agent's container
+    attempts: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # discarded attempts' trajectories by ref
 
 
 def make_job(conf: RunConf, task: Task, index: int, image: str, retried: RolloutRecord | None = None) -> RolloutJob:
     """The job of one rollout; `retried`: its record from before, an infrastructure failure run again on
-    resume, whose spend the new record keeps in its totals."""
+    resume, whose attempts the new record goes on counting (`rollout_attempts`) and whose spend, errors and
+    trajectories it keeps."""
     replayed = RunStore(conf.model.run_dir) if conf.model.run_dir else None  # type: ignore[arg-type]
-    spent = [retried.usage] if retried is not None else []
-    return RolloutJob(task, index, image, script_for(conf, task, index, replayed), spent)
+    job = RolloutJob(task, index, image, script_for(conf, task, index, replayed))
+    if retried is not None:
+        job.spent_before = list(retried.attempt_usage) or [retried.usage]
+        job.attempts_before, job.errors_before = retried.attempts, list(retried.infra_errors)
+        job.trajectories_before = list(retried.attempt_trajectories)
+    return job
 
 
 class RolloutRunner:
@@ -178,23 +141,25 @@ class RolloutRunner:
         self.system = System(model=conf.model.id, scaffold=conf.scaffold.id, budget=conf.budget.id)
 
     def run(self, job: RolloutJob, live: Live) -> RolloutResult:
-        """One rollout with infrastructure retries."""
+        """One rollout with infrastructure retries: `infra_retries` of them here, and no more than
+        `rollout_attempts` attempts in all, those before a resume (`job.attempts_before`) counted."""
         task = job.task
-        errors: list[str] = []
+        errors = list(job.errors_before)
         live.spent.extend(copy.deepcopy(job.spent_before))
-        for attempt in range(self.conf.infra_retries + 1):
-            live.attempt = attempt
+        tries = max(1, min(self.conf.infra_retries + 1, self.conf.rollout_attempts - job.attempts_before))
+        for attempt in range(tries):
+            live.attempt, number = attempt, job.attempts_before + attempt + 1  # (number: across resumes)
             if live.stop_reason == ExitReason.INTERRUPTED:
                 raise Interrupted
             started = time.time()
             try:
                 result = self._attempt(job, live)
-            except SandboxError as err:
+            except SandboxError as err:  # (never SandboxKilledFromInside: _attempt records that one)
                 if live.stop_reason == ExitReason.INTERRUPTED:
                     raise Interrupted from None
                 errors.append(f"SandboxError: {err}")
-                live.discard_attempt()
-                if attempt < self.conf.infra_retries:
+                live.discard_attempt(number)
+                if attempt < tries - 1:
                     self._await_engine(live)
                 continue
             except Interrupted:
@@ -202,27 +167,36 @@ class RolloutRunner:
             except Exception as err:  # noqa: BLE001 - whatever the agent caused: this rollout's error, not the run's
                 if live.stop_reason == ExitReason.INTERRUPTED:
                     raise Interrupted from None
-                record = self._record(task, live.index, None, live.model, "", started, attempts=attempt + 1)
+                record = self._record(task, live.index, None, live.model, "", started, attempts=number)
                 record.exit_reason = ExitReason.ERROR
                 record.exit_message = redact(f"unexpected {type(err).__name__}: {err}")[:2000]
                 record.infra_errors = errors
-                return RolloutResult(with_spent(record, live.spent), None)
+                return self._with_attempts(RolloutResult(record, None), job, live)
             record = result.record
-            if record.exit_reason in RETRIED and attempt < self.conf.infra_retries:
+            if record.exit_reason in RETRIED and attempt < tries - 1:
                 errors.append(record.exit_message)
-                live.discard_attempt()
+                live.discard_attempt(number)
                 if record.exit_reason == ExitReason.INFRA_ERROR:
                     self._await_engine(live)
                 continue
             record.infra_errors = errors
             # (the calls a kill made lost before a checkpoint it continued from are paid once, with the record)
             lost = [Usage(**u) for u in record.details.get("lost_calls", [])]
-            result.record = with_spent(record, live.spent + lost)
-            return result
-        record = self._record(task, live.index, None, None, "", time.time(), attempts=len(errors))
+            return self._with_attempts(result, job, live, lost)
+        record = self._record(task, live.index, None, None, "", time.time(), attempts=job.attempts_before + tries)
         record.exit_reason, record.exit_message = ExitReason.INFRA_ERROR, errors[-1] if errors else ""
         record.infra_errors = errors
-        return RolloutResult(with_spent(record, live.spent, last_counts=False), None)
+        return self._with_attempts(RolloutResult(record, None), job, live, last_counts=False)
+
+    def _with_attempts(self, result: RolloutResult, job: RolloutJob, live: Live, lost: list[Usage] | None = None,
+                       last_counts: bool = True) -> RolloutResult:
+        """The result with what the discarded attempts left: their spend in its totals, their trajectories."""
+        record = result.record
+        result.attempts = {attempt_trajectory_ref(record.instance_id, record.rollout, n): trajectory
+                           for n, trajectory in sorted(live.discarded.items())}
+        record.attempt_trajectories = [*job.trajectories_before, *result.attempts]
+        result.record = with_spent(record, live.spent + (lost or []), last_counts)
+        return result
 
     def _await_engine(self, live: Live) -> None:
         """Before retrying after a sandbox failure, wait for the engine to answer again (a Docker daemon
@@ -254,11 +228,12 @@ class RolloutRunner:
         except BaseException:
             gpus.machine_pool().release(given)
             raise
-        live.sandbox = sandbox
+        live.sandbox, live.episode = sandbox, None
         error: BaseException | None = None
         report: dict[str, Any] | None = None
         no_patch = ""  # why the container's change could not be read, when the agent broke its repository
         too_large = ""  # why there is no patch when the change was over sandbox.max_patch_bytes
+        killed = ""  # how the sandbox's own processes ended it (SandboxKilledFromInside): the agent's outcome
         try:
             if self.cpuset:
                 pin_if_possible(sandbox, self.cpuset)
@@ -287,8 +262,11 @@ class RolloutRunner:
                     break
             if live.stop_reason == ExitReason.INTERRUPTED:
                 raise Interrupted
+            live.episode = produced["episode"].to_dict() if produced.get("episode") else None  # (kept if retried)
             error = produced.get("error")
-            if isinstance(error, SandboxError):
+            if isinstance(error, SandboxKilledFromInside):
+                killed = str(error)
+            elif isinstance(error, SandboxError):
                 raise error
             episode_patch = produced["episode"].patch if produced.get("episode") else None
             # The scaffold's rule: the container's diff, or (mini_swe's upstream option) what it submitted.
@@ -298,10 +276,13 @@ class RolloutRunner:
                 patch, too_large = "", str(err)
             except NoPatch as err:  # the agent broke its repository or git: its outcome, graded as no patch
                 patch, no_patch = "", str(err)
+            except SandboxKilledFromInside as err:  # gone with the sandbox its processes ended: graded as no patch
+                patch, killed = "", killed or str(err)
             if len(patch.encode()) > self.conf.sandbox.max_patch_bytes:  # (a submitted one, mini_swe's rule)
                 patch, too_large = "", f"the submitted patch is over sandbox.max_patch_bytes " \
                                        f"({self.conf.sandbox.max_patch_bytes} bytes)"
-            if self.conf.grading.in_place and task.reward_check is not None and self.conf.grade != "none":
+            if self.conf.grading.in_place and task.reward_check is not None and self.conf.grade != "none" \
+                    and not killed:
                 # Harbor's way, as an option: verify in the agent's own container before it goes
                 from harness.grader.reward import grade_reward
                 report = grade_reward(task, patch, image, self.conf.grading, self.sandboxes, task.id,
@@ -312,7 +293,8 @@ class RolloutRunner:
             # exit before it is done is covered by the provider's own exit hooks).
             threading.Thread(target=_close_and_release, args=(sandbox, given), daemon=True).start()
         episode: Episode | None = produced.get("episode")
-        record = self._record(task, live.index, episode, model, patch, started, attempts=live.attempt + 1)
+        record = self._record(task, live.index, episode, model, patch, started,
+                              attempts=job.attempts_before + live.attempt + 1)
         if no_patch:
             record.details["no_patch"] = no_patch
         if too_large:
@@ -326,7 +308,11 @@ class RolloutRunner:
                 record.exit_reason, record.exit_message = ExitReason.TIME_LIMIT, STOPPED_WHY[ExitReason.TIME_LIMIT]
         elif episode.exit_reason == ExitReason.INTERRUPTED and live.stop_reason:
             record.exit_reason, record.exit_message = live.stop_reason, STOPPED_WHY.get(live.stop_reason, "")
-        return RolloutResult(record, episode.to_dict() if episode else None, report)
+        if killed:  # whatever the episode said: the sandbox, and the change in it, ended with what the agent ran
+            record.details["sandbox_killed"] = killed
+            if record.exit_reason != ExitReason.SANDBOX_KILLED:
+                record.exit_reason, record.exit_message = ExitReason.SANDBOX_KILLED, f"sandbox: {killed}"
+        return RolloutResult(record, live.episode, report)
 
     def _resume_point(self, task: Task, live: Live, scaffold: Any) -> tuple[str, EpisodeState] | None:
         """The rollout's last checkpoint (its image, its state) where its scaffold continues one; None: step 0."""

@@ -143,9 +143,13 @@ class Runner:
         planned = plan(tasks, self.conf.rollouts)
         stored = [(p, self.store.rollout(p.task.id, p.index)) for p in planned]  # read each result file once
         # An infrastructure failure from before (the engine died, the provider was down) is run again, its
-        # spend kept, unless retry_errors=false (--no-retry-errors) keeps it as it was.
+        # spend kept, while it has attempts left (rollout_attempts, across resumes: an agent that could turn its
+        # attempt into one must not get fresh ones without end), unless retry_errors=false (--no-retry-errors)
+        # keeps it as it was.
         retry = RETRIED if self.conf.retry_errors else frozenset()
-        again = [(p, record) for p, record in stored if record is not None and record.exit_reason in retry]
+        failed = [(p, record) for p, record in stored if record is not None and record.exit_reason in retry]
+        again = [(p, record) for p, record in failed if record.attempts < self.conf.rollout_attempts]
+        spent = len(failed) - len(again)
         # what the rollouts' sandboxes start from: the agent images (one layer up for an installed agent)
         needed = {p.task.id for p, record in stored if record is None} | {p.task.id for p, _ in again}
         try:
@@ -156,7 +160,8 @@ class Runner:
             raise ConfigError(str(err)) from None
         todo = [make_job(self.conf, p.task, p.index, agent[p.task.id]) for p, record in stored if record is None]
         todo += [make_job(self.conf, p.task, p.index, agent[p.task.id], retried=record) for p, record in again]
-        done_before = [record for _, record in stored if record is not None and record.exit_reason not in retry]
+        done_before = [record for _, record in stored if record is not None
+                       and (record.exit_reason not in retry or record.attempts >= self.conf.rollout_attempts)]
         self.recorded -= {record.key for _, record in again}  # their new records replace the old (last one wins)
         # Once the images are known, on the first start (or a resume of one killed before this point): a run from
         # before provenance was recorded gets none, since its finished rollouts ran somewhere unrecorded.
@@ -165,6 +170,8 @@ class Runner:
         if resuming:
             print(f"resuming {self.store.root}: {len(done_before)} rollouts already finished, {len(todo)} to run"
                   + (f" ({len(again)} of them infrastructure failures, run again)" if again else "")
+                  + (f"; {spent} infrastructure failures kept: their rollout_attempts={self.conf.rollout_attempts} are "
+                     "used up" if spent else "")
                   + (f"; removed {removed} leftover containers" if removed else ""), flush=True)
         if self.conf.budget.checkpoint_every and not keeps_checkpoints(self.conf.scaffold.name):
             print(f"note: scaffold {self.conf.scaffold.id} keeps no checkpoints (an agent CLI's conversation is its "
@@ -218,7 +225,7 @@ class Runner:
         if result is None:
             return
         record = result.record
-        self.store.save_rollout(record, result.trajectory)
+        self.store.save_rollout(record, result.trajectory, result.attempts)
         self._checkpoints().discard(record.instance_id, record.rollout)  # recorded: no longer needed
         if result.grading is not None:  # grading.in_place: graded in the agent's container
             self.store.save_grading(record.instance_id, record.rollout, result.grading)

@@ -4,6 +4,7 @@
                                       mapping, added once the first start has its images, is not compared)
     rollouts/<task>/<i>.json          a finished rollout (the file exists iff the rollout finished)
     trajectories/<task>/<i>.json      its episode: messages, step records, usage
+    trajectories/<task>/<i>.attempt<n>.json  the episode of its attempt n, discarded for an infrastructure failure
     grading/<task>/<i>.json           its grading report (reused while patch and grading config match)
     results.jsonl                     one record per finished (and, unless grade=none, graded) rollout
     predictions/rollout_<i>.jsonl     GSO predictions, one file per rollout index
@@ -23,6 +24,7 @@ import hashlib
 import json
 import os
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -131,7 +133,11 @@ class RunStore:
         keys = sorted((p.parent.name, int(p.stem)) for p in self.root.glob("rollouts/*/*.json") if p.stem.isdigit())
         return [record for key in keys if (record := self.rollout(*key)) is not None]
 
-    def save_rollout(self, record: RolloutRecord, trajectory: dict[str, Any] | None) -> None:
+    def save_rollout(self, record: RolloutRecord, trajectory: dict[str, Any] | None,
+                     attempts: Mapping[str, dict[str, Any]] | None = None) -> None:
+        """The record, after its trajectory and those of its discarded attempts (ref -> trajectory)."""
+        for ref, data in (attempts or {}).items():
+            write_json(self.at_ref(ref), data)
         if trajectory is not None:  # the trajectory first: a rollout file always has its trajectory
             write_json(self.at_ref(self.trajectory_ref(record.instance_id, record.rollout)), trajectory)
         write_json(self._rollout_path(record.instance_id, record.rollout), record.to_dict())
@@ -250,6 +256,11 @@ class RunStore:
 def trajectory_ref(task_id: str, index: int) -> str:
     """The run-relative path a record names its trajectory by (known wherever the rollout runs)."""
     return f"trajectories/{task_id}/{index}.json"
+
+
+def attempt_trajectory_ref(task_id: str, index: int, attempt: int) -> str:
+    """Where the trajectory of a rollout's discarded attempt `attempt` (from 1, across resumes) is kept."""
+    return f"trajectories/{task_id}/{index}.attempt{attempt}.json"
 
 
 def _jsonl(path: Path) -> list[Any]:

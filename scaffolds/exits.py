@@ -19,6 +19,9 @@ class ExitReason(StrEnum):
     MODEL_ERROR = "model_error"  # the provider refused the call for good (auth, bad request)
     PROVIDER_ERROR = "provider_error"  # the provider kept failing after retries: retried as infrastructure
     INFRA_ERROR = "infra_error"  # the sandbox failed (engine, container): retried with a fresh one
+    # the sandbox's own processes ended it (its keep-alive killed from inside, its memory run out): the agent's
+    # outcome, graded as the patch it left (none: the sandbox is gone), never retried
+    SANDBOX_KILLED = "sandbox_killed"
     INTERRUPTED = "interrupted"  # stopped from outside (Ctrl-C); never recorded as a finished rollout
     ERROR = "error"  # a bug or an unexpected failure; the message says which
 

@@ -26,7 +26,7 @@ from typing import Any
 from harness.models.errors import ModelError
 from harness.models.model import Model
 from harness.models.records import ModelReply, Usage
-from harness.sandbox.interface import Sandbox, SandboxError
+from harness.sandbox.interface import Sandbox, SandboxError, SandboxKilledFromInside
 from scaffolds.checkpoint import Checkpoints, EpisodeState, step_to_dict
 from scaffolds.episode import EpisodeEnd, Episode, LimitReached, Observation, Step, Submitted
 from scaffolds.exits import ExitReason
@@ -217,12 +217,15 @@ class Recorder:
             close: Callable[[], None] = lambda: None) -> Episode:
         """The one way an episode ends, for every scaffold: run `loop` until it raises, close the
         scaffold's resources, and return the Episode with its trajectory, whatever ended it. A sandbox
-        failure ends it as `infra_error` (the runner retries it), anything unexpected as `error`."""
+        failure ends it as `infra_error` (the runner retries it), a sandbox its own processes ended as
+        `sandbox_killed` (the agent's outcome, not retried), anything unexpected as `error`."""
         try:
             loop()
             end = EpisodeEnd("the loop ended without a reason")
         except EpisodeEnd as exc:
             end = exc
+        except SandboxKilledFromInside as exc:
+            end = EpisodeEnd(f"sandbox: {exc}", ExitReason.SANDBOX_KILLED)
         except SandboxError as exc:
             end = EpisodeEnd(f"sandbox: {exc}", ExitReason.INFRA_ERROR)
         except Exception as exc:  # noqa: BLE001 - a crash ends this episode with its reason, not the run

@@ -5,7 +5,11 @@ stream to a long-lived process (a persistent shell, a launcher loop), reports th
 commit and is closed once. A provider (`harness.sandbox.providers`) starts sandboxes from task images.
 
 Documented errors: every failure of the machinery behind a sandbox (the engine, a container that died)
-is a `SandboxError`; callers catch that one class and never a provider's own exceptions. A missing file
+is a `SandboxError`; callers catch that one class and never a provider's own exceptions. A sandbox whose own
+processes ended it (its keep-alive killed from inside, `pkill -KILL -x sleep` or `kill -9 -1`; its memory run
+out) raises `SandboxKilledFromInside`, a SandboxError too, so code that only needs "the sandbox is gone" keeps
+working; what decides between infrastructure and the agent's outcome (the runner, the episode's end) catches
+it first: it is never retried. A missing file
 is `FileNotFoundError`, a directory where a file was expected `IsADirectoryError`, a file a process inside
 kept rewriting as it was read `FileChanged`. A command that fails is not an error: it is an `ExecResult` with
 its exit code.
@@ -52,6 +56,12 @@ def is_excluded(path: str, extra: tuple[str, ...] = ()) -> bool:
 class SandboxError(RuntimeError):
     """The sandbox machinery failed (engine unreachable, container gone, exec wedged): infrastructure,
     not the agent's or the patch's doing. The message is one line saying what failed."""
+
+
+class SandboxKilledFromInside(SandboxError):
+    """The sandbox stopped because of what ran in it, not because of the machinery: its keep-alive killed from
+    inside or out of memory, with no stop, kill or removal from outside. The agent's outcome (recorded
+    `sandbox_killed`, never retried). A SandboxError subclass: the sandbox is gone all the same."""
 
 
 class SandboxUnavailable(SandboxError):

@@ -79,6 +79,15 @@ def remove(group: Path | None) -> None:
         pass  # still emptying: the next cleanup takes it
 
 
+def oom_kills(group: Path | None) -> int:
+    """How many of the cgroup's processes the kernel killed for memory (0 without a cgroup)."""
+    try:
+        events = (group / "memory.events").read_text().split() if group is not None else []
+    except OSError:
+        return 0
+    return next((int(n) for key, n in zip(events, events[1:]) if key == "oom_kill"), 0)
+
+
 def available() -> bool:
     """Whether sandboxes here get memory, CPU and pids limits."""
     own = _own()

@@ -7,14 +7,25 @@ from collections.abc import Iterator
 
 
 def pids_in(pidns: int) -> Iterator[int]:
-    """The host pids of the processes in pid namespace `pidns`."""
+    """The host pids of the processes in pid namespace `pidns` (not those that have exited, see `exited`)."""
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             try:
-                if os.stat(f"/proc/{entry.name}/ns/pid").st_ino == pidns:
+                if os.stat(f"/proc/{entry.name}/ns/pid").st_ino == pidns and not exited(int(entry.name)):
                     yield int(entry.name)
             except OSError:
                 continue  # gone meanwhile
+
+
+def exited(pid: int) -> bool:
+    """Whether `pid` has exited: gone, or a zombie its parent has not reaped. (A sandbox's init whose parent,
+    bwrap, exited is reparented to the host's pid 1, which on some machines, containers among them, never
+    reaps: its /proc entry, namespaces included, stays.)"""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rpartition(b")")[2].split()[:1] in ([b"Z"], [b"X"], [])
+    except OSError:
+        return True
 
 
 def command_line(pid: int) -> str:

@@ -6,6 +6,12 @@ the sandbox (they all live in its pid namespace); removing the directory removes
 closes its own sandboxes on close(), at interpreter exit and on SIGTERM/SIGINT when no other handler was
 installed; `remove_sandboxes` is the one cleanup function (`cleanup`: those of dead processes, ours, all).
 A runner killed with SIGKILL leaves its sandboxes to the next `cleanup` or run.
+
+Whose doing a sandbox's end was (`killed_from_inside`): bwrap's init exits 128+9 both when its keep-alive is
+killed from inside (`pkill -KILL -x sleep`, `kill -9 -1`) and when the init itself is killed from the host, so
+every kill of ours says so first (the sandbox's own `_ending`; a cleanup marks the directory ENDED); a stopped
+sandbox that no kill of ours ended was ended by its own processes. A kill -9 from outside our processes (a
+person's) cannot be told from that and counts as the sandbox's doing.
 """
 from __future__ import annotations
 
@@ -16,6 +22,7 @@ import shutil
 import signal
 import socket
 import stat
+import subprocess
 import sys
 import threading
 import time
@@ -23,11 +30,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
-from harness.sandbox.bwrap.outside import pids_in
+from harness.sandbox.bwrap import cgroups
+from harness.sandbox.bwrap.outside import exited, pids_in
 
 STATE = Path(os.environ.get("OPTRUNNER_BWRAP_STATE", Path.home() / ".cache" / "optrunner" / "bwrap"))
 Scope = Literal["orphans", "mine", "all"]
 META = "sandbox.json"
+ENDED = "ended"  # made in a sandbox's directory before a cleanup kills it: its end is ours, not its processes'
 
 
 def owner_id() -> str:
@@ -90,10 +99,12 @@ def _install_hooks() -> None:
 
 # ---------------------------------------------------------------- ending one, by its record
 def pidns_of(pid: int) -> int | None:
+    """The pid namespace of a running process; None once it has exited (also a zombie not reaped yet)."""
     try:
-        return os.stat(f"/proc/{pid}/ns/pid").st_ino
+        ns = os.stat(f"/proc/{pid}/ns/pid").st_ino
     except OSError:
         return None
+    return None if exited(pid) else ns
 
 
 def kill_init(pid: int, pidns: int, wait_s: float = 10.0) -> None:
@@ -107,6 +118,22 @@ def kill_init(pid: int, pidns: int, wait_s: float = 10.0) -> None:
     deadline = time.monotonic() + wait_s
     while pidns and any(True for _ in pids_in(pidns)) and time.monotonic() < deadline:
         time.sleep(0.005)
+
+
+def killed_from_inside(directory: Path, keeper: "subprocess.Popen[bytes] | None", cgroup: Path | None) -> str | None:
+    """How a stopped sandbox's own processes ended it (one line); None when a cleanup ended it (its directory
+    marked ENDED, or gone). The caller rules out its own kills."""
+    if not directory.is_dir() or (directory / ENDED).exists():
+        return None
+    status = None
+    if keeper is not None:
+        try:
+            status = keeper.wait(5)  # bwrap exits once its init has: with the keep-alive's status
+        except subprocess.TimeoutExpired:
+            pass
+    if cgroups.oom_kills(cgroup):
+        return f"its processes ran out of memory (bwrap exited with {status})"
+    return f"a process inside it killed its keep-alive (bwrap exited with {status}), with no kill of ours"
 
 
 def remove_tree(directory: Path) -> None:
@@ -160,6 +187,10 @@ def remove_sandboxes(scope: Scope = "orphans", labels: dict[str, str] | None = N
             continue
         if scope == "orphans" and not _orphaned(owner, host):
             continue
+        try:
+            (directory / ENDED).touch()
+        except OSError:
+            pass  # (half-made, or going already)
         kill_init(int(meta.get("init") or 0), int(meta.get("pidns") or 0))  # type: ignore[call-overload]
         remove_tree(directory)
         removed += 1

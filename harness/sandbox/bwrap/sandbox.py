@@ -24,7 +24,6 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from typing import IO
 
 from harness.gpus import Gpu, visible_env
 from harness.sandbox.archive import tar_of
@@ -33,11 +32,11 @@ from harness.sandbox.bwrap import cgroups, devices, hardening, outside, registry
 from harness.sandbox.bwrap.binary import bwrap_path, nsenter_path, usable
 from harness.sandbox.bwrap.checkpoints import KeptLayers
 from harness.sandbox.bwrap.rootfs import Rootfs
-from harness.sandbox.bwrap.stream import BwrapStream
+from harness.sandbox.bwrap.stream import BwrapStream, drain
 from harness.sandbox.gitdiff import take_diff
 from harness.sandbox.interface import (BASE_COMMIT_LABEL, GIT_DIR_LABEL, PINS_LABEL, TESTBED, WORKDIR_LABEL,
-                                       ExecResult, OutputCapture, SandboxError, SandboxLimits,
-                                       SandboxUnavailable, shell_flags)
+                                       ExecResult, OutputCapture, SandboxError, SandboxKilledFromInside,
+                                       SandboxLimits, SandboxUnavailable, shell_flags)
 
 KILL_GRACE = 5  # seconds between TERM and KILL inside the sandbox
 BACKSTOP_GRACE = 15  # extra seconds the host waits before declaring an exec wedged
@@ -61,7 +60,7 @@ class BwrapSandbox(KeptLayers):
         self._keeper: subprocess.Popen[bytes] | None = None
         self._cgroup: Path | None = None
         self._cpus: str | None = None
-        self._closed = False
+        self._closed = self._ending = False  # _ending: a kill of ours ends it (not its own processes)
         self.gpus: tuple[Gpu, ...] = ()  # its own: their device nodes bound, CUDA shown only them
         self._drop: list[str] = []  # what each command is started through inside (hardening.inside)
         self.hardened = False  # whether its commands run with CAPS only (the image has setpriv)
@@ -95,6 +94,7 @@ class BwrapSandbox(KeptLayers):
 
     def _launch(self) -> None:
         """Start the sandbox's init over the overlay and wait until it runs its keep-alive."""
+        self._ending = False
         info_r, info_w = os.pipe()
         block_r, block_w = os.pipe()
         network = ["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"] if self.limits.network \
@@ -221,7 +221,7 @@ class BwrapSandbox(KeptLayers):
         if self._closed:
             raise SandboxError("sandbox is closed")
         if not self._alive():
-            raise SandboxError("the sandbox's init is gone (the sandbox stopped)")
+            raise self._lost("the sandbox's init is gone (the sandbox stopped)")
         # Run by another user, nsenter keeps that user's ids (root inside: the only ones mapped) rather than
         # call setgroups, which an unprivileged user namespace denies.
         keep = [] if os.getuid() == 0 else ["--preserve-credentials"]
@@ -242,7 +242,7 @@ class BwrapSandbox(KeptLayers):
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 env=self._env(env), start_new_session=True)
         assert proc.stdout is not None
-        reader = threading.Thread(target=_drain, args=(proc.stdout, capture), daemon=True)
+        reader = threading.Thread(target=drain, args=(proc.stdout, capture), daemon=True)
         reader.start()
         try:
             code = proc.wait(timeout + KILL_GRACE + BACKSTOP_GRACE)
@@ -255,7 +255,7 @@ class BwrapSandbox(KeptLayers):
         reader.join()
         duration = time.monotonic() - started
         if not self._alive():
-            raise SandboxError("the sandbox stopped while a command ran in it")
+            raise self._lost("the sandbox stopped while a command ran in it")
         timed_out = code in (124, 137) and duration >= timeout * 0.98
         return ExecResult(capture.text(), code, timed_out, duration, capture.truncated)
 
@@ -268,8 +268,13 @@ class BwrapSandbox(KeptLayers):
         except subprocess.TimeoutExpired:
             raise SandboxError(f"bwrap: {inner[0]} in the sandbox took over {timeout:g} s") from None
         if not self._alive():
-            raise SandboxError("the sandbox stopped while a command ran in it")
+            raise self._lost("the sandbox stopped while a command ran in it")
         return done
+
+    def _lost(self, message: str) -> SandboxError:
+        """SandboxKilledFromInside when no kill of ours ended the stopped sandbox (registry.killed_from_inside)."""
+        why = None if self._ending else registry.killed_from_inside(self.directory, self._keeper, self._cgroup)
+        return SandboxKilledFromInside(f"the sandbox ended: {why}") if why else SandboxError(message)
 
     def open_stream(self, cmd: list[str], tty: bool = True, env: dict[str, str] | None = None,
                     workdir: str | None = None) -> BwrapStream:
@@ -363,6 +368,7 @@ class BwrapSandbox(KeptLayers):
     # -- lifetime
 
     def _kill(self) -> None:
+        self._ending = True
         registry.kill_init(self._init, self._pidns)
         if self._keeper is not None:
             try:
@@ -389,9 +395,3 @@ class BwrapSandbox(KeptLayers):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _drain(pipe: IO[bytes], capture: OutputCapture) -> None:
-    while chunk := pipe.read1(65536):  # type: ignore[attr-defined]
-        capture.add(chunk)
-

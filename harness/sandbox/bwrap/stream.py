@@ -6,6 +6,9 @@ import select
 import signal
 import subprocess
 import time
+from typing import IO
+
+from harness.sandbox.interface import OutputCapture
 
 
 class BwrapStream:
@@ -89,3 +92,9 @@ def _spawn_tty(argv: list[str], env: dict[str, str]) -> tuple[int, int]:
         finally:
             os._exit(127)
     return pid, fd
+
+
+def drain(pipe: IO[bytes], capture: OutputCapture) -> None:
+    """Read a command's output pipe to its end into `capture` (a thread per command)."""
+    while chunk := pipe.read1(65536):  # type: ignore[attr-defined]
+        capture.add(chunk)

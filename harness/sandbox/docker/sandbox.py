@@ -33,6 +33,7 @@ from docker.models.containers import Container
 from harness.gpus import Gpu
 from harness.sandbox.docker.containers import (LABEL, OWNER_LABEL, create_container,
                                                docker_client, hardening_options, owner_id, track, untrack)
+from harness.sandbox.docker import deaths
 from harness.sandbox.docker.stream import DockerStream
 from harness.sandbox import kept, netns, overlay
 from harness.sandbox.archive import tar_of
@@ -111,7 +112,8 @@ class DockerSandbox:
         # (a daemon restart), the created container outlives the error and must still be removed.
         track(container)
         try:
-            with engine_errors():
+            with engine_errors():  # (its events followed before it runs: how it stops tells whose doing it was)
+                deaths.watcher(client).follow(container.id)
                 container.start()
         except SandboxError:
             close_quietly(cls(container, client, base_commit, limits, image_labels))  # else still tracked
@@ -143,16 +145,16 @@ class DockerSandbox:
         worker = threading.Thread(target=run, daemon=True)
         worker.start()
         worker.join(timeout + KILL_GRACE + BACKSTOP_GRACE)
-        if "error" in outcome:
-            raise SandboxError(f"docker: {outcome['error']}")
+        if "error" in outcome:  # (an exec refused by a container its own processes stopped is theirs: deaths)
+            raise deaths.failure(self, f"docker: {outcome['error']}")
         duration = time.monotonic() - started
         if worker.is_alive():  # the in-container timeout did not end it: stop the container itself
             self._kill()
             return ExecResult(capture.text() + "\n[exec wedged: container killed]", -1, True, duration,
                               capture.truncated)
         code = int(outcome.get("exit_code", -1))  # type: ignore[call-overload]
-        if code in (137, -1) and not self._running():  # killed with its container: infrastructure, not the agent
-            raise SandboxError("the container stopped while a command ran in it")
+        if code in (137, -1) and not self._running():  # killed with its container: infrastructure, unless its
+            raise deaths.failure(self, "the container stopped while a command ran in it")  # processes did it
         # timeout(1) exits 124 (TERM worked) or 137 (needed KILL); an OOM kill is also 137, but early.
         timed_out = code in (124, 137) and duration >= timeout * 0.98
         return ExecResult(capture.text(), code, timed_out, duration, capture.truncated)
@@ -178,7 +180,7 @@ class DockerSandbox:
         if self._closed:
             raise SandboxError("sandbox is closed")
         api = self._client.api
-        with engine_errors():
+        with deaths.judged(self):
             exec_id = api.exec_create(self.container.id, cmd, stdin=True, tty=tty, environment=env,
                                       workdir=workdir or self.workdir)["Id"]
             sock = api.exec_start(exec_id, tty=tty, socket=True)
@@ -276,7 +278,7 @@ class DockerSandbox:
     def write_files(self, files: Mapping[str, str | bytes]) -> None:
         """Several files in one transfer (one archive, unpacked at /); missing parent directories are created."""
         archive = tar_of({str(self._target(path)).lstrip("/"): contents for path, contents in files.items()})
-        with engine_errors():
+        with deaths.judged(self):
             self.container.put_archive("/", archive)
 
     # -- patch
@@ -365,6 +367,7 @@ class DockerSandbox:
         except ENGINE_ERRORS as err:
             raise SandboxError(f"docker: {_first_line(err)}") from None
         untrack(self.container)
+        deaths.watcher(self._client).forget(self.container.id)
 
     def __enter__(self) -> "DockerSandbox":
         return self
