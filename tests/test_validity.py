@@ -124,3 +124,13 @@ def test_a_build_that_changes_the_system_pythons_standard_library_changed_a_tool
         "/usr/lib/python3.11/os.py", "/usr/local/bin/find"]
     assert tool_changes(["/usr/lib/python3/dist-packages/numpy/x.py",
                          "/usr/local/lib/python3.11/site-packages/y.py"]) == []
+
+
+@pytest.mark.docker
+def test_a_build_that_kills_its_own_container_is_the_patchs_failure_not_the_engines(task: Task) -> None:
+    # An error would be graded again on every resume; the patch's own doing is its verdict.
+    patch = rewrite("Makefile", "", "all:\n\tpkill -KILL -x sleep; sleep 5\n")
+    task = dataclasses.replace(task, install_commands=("[ ! -f Makefile ] || make",))
+    report = grade_patches(task, [patch], task_image(task), GradeConfig(rounds=1, bootstrap=50))[0]
+    assert report["status"] == "patch_failed", report["reason"]
+    assert "killed its keep-alive" in report["reason"]

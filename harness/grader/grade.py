@@ -46,7 +46,8 @@ from harness.grader.guards import clock_review, hook_review, leftover_review, st
 from harness.grader.patch_paths import UnreadablePatch, with_final_newline
 from harness.grader.isolation import FenceError, Outside
 from harness.grader.timing import RATIOS, Log, SessionTimes, bootstrap, estimates, straddles, time_session
-from harness.sandbox.interface import TESTBED, Sandbox, SandboxError, memory_bytes, pin_if_possible
+from harness.sandbox.interface import (TESTBED, Sandbox, SandboxError, SandboxKilledFromInside, memory_bytes,
+                                       pin_if_possible)
 from harness.sandbox.providers import DEFAULT_PROVIDER, SandboxProvider, provider
 from harness.tasks.task import Task
 
@@ -263,6 +264,9 @@ def _prepare(task: Task, items: list[tuple[int, str]], images: tuple[str, str], 
         except FenceError as err:  # its build left a container the grader cannot fence: the patch's doing
             finish(i, "patch_failed", f"patch: after its build, {err}")
             continue
+        except SandboxKilledFromInside as err:  # its build ended its own container: its doing, not regraded
+            finish(i, "patch_failed", f"patch: while it was applied and built, {err}")
+            continue
         except SandboxError:
             raise  # infrastructure: the session's
         except Exception as err:  # noqa: BLE001 - this patch's error, not the session's or the run's
@@ -273,6 +277,9 @@ def _prepare(task: Task, items: list[tuple[int, str]], images: tuple[str, str], 
             patch_eqs[i].result()
         except StepFailed as err:
             finish(i, "test_failed", reason_of(err, "patch"))
+            continue
+        except SandboxKilledFromInside as err:
+            finish(i, "test_failed", f"patch: its equivalence run ended its own container: {err}")
             continue
         except SandboxError:
             raise

@@ -20,6 +20,7 @@ from harness.grader.config import GradeConfig
 from harness.grader.isolation import Outside
 from harness.grader.states import CodeState, StepFailed, Stop, TestRun, check_intact, reason_of, run_test_script
 from harness.gpus.clocks import Watch
+from harness.sandbox.interface import SandboxKilledFromInside
 from harness.tasks.task import Task
 
 Log = Callable[[str], None]
@@ -78,7 +79,9 @@ def time_session(task: Task, base: CodeState, commit: CodeState, patches: list[C
             return None
         try:
             done = timed(state, test)
-        except StepFailed as err:
+        except (StepFailed, SandboxKilledFromInside) as caught:  # (the latter: a test run as root, unfenced)
+            err = caught if isinstance(caught, StepFailed) else \
+                StepFailed(f"test {test}", f"it ended its own container: {caught}")
             if state is base or state is commit:
                 raise Stop("base_failed" if state is base else "error", reason_of(err, state.name)) from None
             failed[state.name] = err
