@@ -3,7 +3,7 @@
 config.py       GradeConfig (rounds, timing mode, statistic, p): the `grading` config schema too
 states.py       a code state in a fresh sandbox: patch cascade, rebuild, hidden tests, one test run
 perfkit.py      the GSO test protocol helper copied next to the hidden tests (runs in the container)
-gpukit.py       its GPU timer (CUDA events, warm-ups, L2 flush, median), for GPU tasks' tests
+gpukit.py       its GPU timer (CUDA events, warm-ups, L2 flush, median; fresh inputs and a checked output per rep)
 timing.py       a session's schedule of runs, per-test estimates, bootstrap intervals
 grade.py        grade_patches(): a task's patches -> one report each (GSO's keys, statuses, scores,
                 intervals), timed together in sessions; grade(): one patch
