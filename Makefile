@@ -7,7 +7,7 @@ TASKS  ?= suite
 
 GSOBENCH := $(VENV)/gsobench
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-.PHONY: venv docker images gsobench browser hostpython cputorch gpu-wheels test unit lint docs wheel-check demo bench latex cleanup
+.PHONY: venv docker images gsobench browser hostpython cputorch gpu-wheels test unit lint typecheck docs wheel-check demo bench latex cleanup
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
@@ -65,6 +65,10 @@ gpu-wheels: venv
 
 lint: venv
 	$(PY) -m ruff check .
+
+# mypy on harness/, scaffolds/ and runner/ (the files and settings are pyproject.toml's [tool.mypy])
+typecheck: venv
+	$(PY) -m mypy
 
 docs: venv
 	$(VENV)/bin/mkdocs build --strict -q -d site

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,7 @@ def aggregate(runs: list[Run], k: int = tables.DEFAULT_K, settings: Settings | N
     its interval at each k), the paired comparisons of every two systems, and each run's provenance."""
     settings = settings or Settings()
     rows = [system_row(run, k) for run in runs]
+    dom: Mapping[str, float | None]
     if len(rows) >= 2:
         dom = metrics.dominance({row["system"]: {t: v["avg_at_k"] for t, v in row["per_task"].items()}
                                  for row in rows})

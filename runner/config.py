@@ -21,7 +21,7 @@ import types
 import typing
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
@@ -179,14 +179,16 @@ def typed(cfg: DictConfig | dict[str, Any]) -> RunConf:
         if isinstance(cfg, DictConfig):
             raw = cfg
             if any(key in raw for key in NOT_SETTINGS):
-                raw = OmegaConf.masked_copy(raw, [k for k in raw.keys() if k not in NOT_SETTINGS])
+                kept = [k for k in raw.keys() if k not in NOT_SETTINGS]
+                raw = OmegaConf.masked_copy(raw, cast(list[str], kept))  # (OmegaConf's stubs: str keys only)
             # Hydra's `+key=value` adds keys the schema lacks, and OmegaConf keeps them as stray attributes:
             # a misspelt setting would be ignored in silence. (A plain dict below fails in the merge itself.)
             if (stray := _stray_key(raw, RunConf, "")) is not None:
                 raise ConfigError(unknown_key(stray))
         else:  # left out before OmegaConf reads them: a recorded value is no interpolation to resolve
             raw = OmegaConf.create({k: v for k, v in cfg.items() if k not in NOT_SETTINGS})
-        merged = OmegaConf.merge(OmegaConf.structured(RunConf), raw)
+        # (a merge into a structured DictConfig is one; OmegaConf's stubs say DictConfig | ListConfig)
+        merged = cast(DictConfig, OmegaConf.merge(OmegaConf.structured(RunConf), raw))
         for group in ("model", "scaffold", "budget", "tasks", "sandbox", "executor", "grading", "judge"):
             if merged[group] is None:  # an optional group left out (judge)
                 continue
@@ -241,7 +243,7 @@ def lookup(key: str) -> Key:
     nullable = None
     for i, part in enumerate(parts):
         path = ".".join(parts[:i + 1])
-        fields = _fields(cls) if dataclasses.is_dataclass(cls) else {}
+        fields = _fields(cls) if isinstance(cls, type) and dataclasses.is_dataclass(cls) else {}
         if part not in fields:
             return Key(False, path, tuple(fields))
         cls, null = fields[part]
@@ -258,7 +260,7 @@ def _all_paths() -> tuple[str, ...]:
     out = []
     for name, (tp, _) in _fields(RunConf).items():
         out.append(name)
-        if dataclasses.is_dataclass(tp):
+        if isinstance(tp, type) and dataclasses.is_dataclass(tp):
             out += [f"{name}.{sub}" for sub in _fields(tp)]
     return tuple(out)
 
@@ -295,7 +297,7 @@ def _stray_key(node: DictConfig, cls: Any, prefix: str) -> str | None:
     fields = _fields(cls)
     for name in node.keys():
         if name not in fields:
-            return f"{prefix}{name}"
+            return f"{prefix}{name!s}"
         tp = fields[name][0]
         child = node._get_node(name)
         if dataclasses.is_dataclass(tp) and isinstance(child, DictConfig) and not child._is_none() \
@@ -378,7 +380,7 @@ def identity(conf: RunConf) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
-    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
+    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) and not isinstance(value, type) else value
 
 
 def differences(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:

@@ -9,17 +9,18 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from runner import CONF_DIR
 from runner.config import ConfigError
 
 if TYPE_CHECKING:
+    from harness.grader.judge.config import JudgeConfig
     from runner.config import RunConf
     from runner.store import RunStore
 
 
-def judge_config(overrides: list[str]):  # -> JudgeConfig
+def judge_config(overrides: list[str]) -> JudgeConfig:
     """The judge's config composed from conf/judging.yaml and the command line's overrides."""
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
@@ -38,7 +39,8 @@ def judge_config(overrides: list[str]):  # -> JudgeConfig
     try:
         with initialize_config_dir(str(CONF_DIR), version_base=None):
             composed = compose(config_name="judging", overrides=overrides)
-        config = OmegaConf.to_object(composed.judge)
+        # (the judge group's schema is JudgeConfig: to_object makes one; OmegaConf's stubs say any container)
+        config = cast("JudgeConfig", OmegaConf.to_object(composed.judge))
     except (HydraException, OmegaConfBaseException, ValueError) as err:
         raise ConfigError(f"bad judge option: {str(err).strip().splitlines()[0]}") from None
     check_judge(config)

@@ -275,7 +275,8 @@ def _follow_name(keys: set[str]) -> list[str]:
 def _join_nullable(parsed: list[Override], texts: list[str]) -> list[str]:
     """`model.price.input=1 model.price.output=2` under a model whose price is null: OmegaConf cannot set a
     field of a null node, so the fields go in as one mapping over an emptied node."""
-    out, joined = list(texts), {}
+    out = list(texts)
+    joined: dict[str, list[int]] = {}  # a null node -> the indices of the overrides of its fields
     for i, o in enumerate(parsed):
         where = lookup(o.key_or_group)
         node = where.nullable

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import matplotlib
 
@@ -30,13 +30,17 @@ from matplotlib.figure import Figure  # noqa: E402
 from harness import metrics  # noqa: E402
 from runner.study import Run, pareto_front, successes_of  # noqa: E402
 
+if TYPE_CHECKING:
+    from matplotlib.ticker import MaxNLocator
+    from matplotlib.typing import RcKeyType
+
 WIDTH = 3.4  # inches: one column of a two-column paper (ACM, IEEE, NeurIPS' single column is 5.5)
 HEIGHT = 2.3
 FORMATS = ("png", "pdf", "svg")
-STYLE = {"font.size": 7, "axes.titlesize": 7.5, "axes.labelsize": 7, "xtick.labelsize": 6.5,
-         "ytick.labelsize": 6.5, "legend.fontsize": 6, "lines.linewidth": 1.0, "lines.markersize": 3,
-         "axes.linewidth": 0.6, "grid.linewidth": 0.4, "savefig.dpi": 300,
-         "pdf.fonttype": 42, "ps.fonttype": 42}  # TrueType in the PDF: Type 3 fonts fail venues' checks
+STYLE: dict[RcKeyType, Any] = {
+    "font.size": 7, "axes.titlesize": 7.5, "axes.labelsize": 7, "xtick.labelsize": 6.5, "ytick.labelsize": 6.5,
+    "legend.fontsize": 6, "lines.linewidth": 1.0, "lines.markersize": 3, "axes.linewidth": 0.6, "grid.linewidth": 0.4,
+    "savefig.dpi": 300, "pdf.fonttype": 42, "ps.fonttype": 42}  # TrueType in the PDF: Type 3 fonts fail venues' checks
 METRIC_NAMES = ("opt_at_K", "avg_at_k", "best_at_k")
 
 
@@ -91,7 +95,8 @@ def _curve(result: dict[str, Any], key: str, out: Path, stem: str, xlabel: str, 
             else:  # one rollout: a band of one point is invisible, a bar is not
                 ax.errorbar(ks, [ys[0]], yerr=[[ys[0] - lows[0]], [highs[0] - ys[0]]], color=color, capsize=2)
     if key == "opt_at_k":
-        ax.xaxis.get_major_locator().set_params(integer=True)
+        # (a new axes' locator is an AutoLocator, a MaxNLocator; matplotlib's stubs say a Locator)
+        cast("MaxNLocator", ax.xaxis.get_major_locator()).set_params(integer=True)
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title, ylim=(-0.02, 1.02))
     ax.grid(alpha=0.3)
     _legend_below(ax)
@@ -154,7 +159,7 @@ def _quadrants(result: dict[str, Any], out: Path) -> str | None:
 def _heatmap(runs: list[Run], out: Path) -> str | None:
     """Opt@K per (step budget, K): one run per step budget gives K = 1..N from its N rollouts (each cell's
     interval is in aggregate.json's curves: too many numbers for a cell a column wide)."""
-    by_steps = {}
+    by_steps: dict[int, Run] = {}
     for run in runs:
         if run.conf.budget.max_steps is not None and not run.approximate:
             by_steps.setdefault(run.conf.budget.max_steps, run)

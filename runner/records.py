@@ -138,7 +138,8 @@ class GradingSummary(_Record):
     @classmethod
     def from_report(cls, report: dict[str, Any], path: str) -> "GradingSummary":
         hack = report.get("hack") or {}
-        return cls(**{k: report.get(k) for k in GRADING_KEYS},
+        graded: dict[str, Any] = {k: report.get(k) for k in GRADING_KEYS}
+        return cls(**graded,
                    opt_stats={k: v for k, v in (report.get("opt_stats") or {}).items() if k != "per_test_speedups"},
                    report=path, reused_from=report.get("reused_from"),
                    hack_reasons=list(hack["reasons"]) if hack.get("suspect") else None)

@@ -206,6 +206,8 @@ class Runner:
                 self.grade_queue.put(record)
         with Progress(title, len(todo), len(done_before), cost_before, self.conf.parallel) as progress:
             self.progress = progress
+            executor = self.executor
+            assert executor is not None
 
             def tick() -> None:
                 self._act_on_signal()
@@ -213,8 +215,6 @@ class Runner:
                 self._check_run_cost(progress.cost_before + sum(item.cost for item in live), live)
                 progress.update(live)
 
-            executor = self.executor
-            assert executor is not None
             executor.run_rollouts(todo, self._finished, tick)
         if grader_thread is not None:
             self.grade_queue.put(None)

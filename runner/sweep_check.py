@@ -8,7 +8,7 @@ config is composed and validated; one refused job refuses the sweep, before its 
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, cast
 
 from hydra.core.config_loader import ConfigLoader
 from hydra.core.global_hydra import GlobalHydra
@@ -24,10 +24,11 @@ def job_overrides(config: DictConfig, loader: ConfigLoader) -> list[list[str]]:
 
     # Unresolved, as Hydra's sweeper reads them: an override's own interpolation (model.id='${...}') is the job's.
     params_node = config.hydra.sweeper.get("params")
-    swept = OmegaConf.to_container(params_node, resolve=False) if params_node else {}
-    task = OmegaConf.to_container(config.hydra.overrides.task, resolve=False)
-    params = [f"{k}={v}" for k, v in swept.items()]  # type: ignore[union-attr]
-    parsed = OverridesParser.create(config_loader=loader).parse_overrides(params + list(task))  # type: ignore[arg-type]
+    # (a mapping of overrides and a list of them; OmegaConf's stubs say any container)
+    swept = cast(dict[str, Any], OmegaConf.to_container(params_node, resolve=False) if params_node else {})
+    task = cast(list[str], OmegaConf.to_container(config.hydra.overrides.task, resolve=False))
+    params = [f"{k}={v}" for k, v in swept.items()]
+    parsed = OverridesParser.create(config_loader=loader).parse_overrides(params + list(task))
     return [list(job) for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
 
 

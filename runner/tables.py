@@ -17,7 +17,7 @@ import io
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from harness import metrics
 from harness.atomic import write_bytes, write_text
@@ -263,6 +263,15 @@ class RolloutRow:
     cost_usd: float | None
 
 
+class _System(TypedDict):
+    """The columns a system's rows share."""
+    system: str
+    model: str
+    scaffold: str
+    budget: str
+    approximate: bool
+
+
 UNKNOWN_WHEN_MISSING = ("opt_base", "speedup_vs_base", "speedup_vs_expert", "exit_reason", "steps", "wall_time_s",
                         "input_tokens", "cached_tokens", "cache_write_tokens", "output_tokens", "reasoning_tokens",
                         "cost_usd")
@@ -270,15 +279,16 @@ UNKNOWN_WHEN_MISSING = ("opt_base", "speedup_vs_base", "speedup_vs_expert", "exi
 
 def rollout_rows(label: str, conf: RunConf, by_task: Slots, approximate: bool = False) -> list[RolloutRow]:
     graded = conf.grade != "none"
-    system = {"system": label, "model": conf.model.id, "scaffold": conf.scaffold.id, "budget": conf.budget.id,
-              "approximate": approximate}
+    system: _System = {"system": label, "model": conf.model.id, "scaffold": conf.scaffold.id,
+                       "budget": conf.budget.id, "approximate": approximate}
     rows = []
     for task, records in by_task.items():
         for index, r in enumerate(records):
             if r is None:
+                unknown: dict[str, Any] = dict.fromkeys(UNKNOWN_WHEN_MISSING)  # (all None)
                 rows.append(RolloutRow(**system, task=task, rollout=index, status="missing",
                                        solved=False if graded else None, score=0.0 if graded else None,
-                                       **dict.fromkeys(UNKNOWN_WHEN_MISSING)))
+                                       **unknown))
                 continue
             g, m, u = r.grading, r.metrics(), r.usage
             stats = g.opt_stats if g else {}

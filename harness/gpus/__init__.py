@@ -41,7 +41,7 @@ def nvml() -> Iterator[Any]:
     """NVML (the `pynvml` module) initialized for the block; None where there is no nvidia-ml-py or no
     driver (never an error)."""
     try:
-        import pynvml  # type: ignore[import-not-found,import-untyped]
+        import pynvml
         pynvml.nvmlInit()
     except Exception:  # noqa: BLE001 - ImportError, or NVMLError without a driver
         yield None

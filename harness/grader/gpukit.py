@@ -384,13 +384,13 @@ def time_experiment(ns: dict[str, Any], eqcheck: bool = False, reference: bool =
                             salt=salt, after_rep=after_rep)
     _calls += warmups + reps
     if reference:
-        with open(path, "wb") as fh:
-            pickle.dump(_host(result), fh, protocol=pickle.HIGHEST_PROTOCOL)
+        with open(path, "wb") as out:
+            pickle.dump(_host(result), out, protocol=pickle.HIGHEST_PROTOCOL)
         with open(reps_path, "w") as fh:
             json.dump({"salt": salt, "reps": prints}, fh)
     if eqcheck:
-        with open(path, "rb") as fh:
-            ns.get("check_equivalence", check_close)(pickle.load(fh), _host(result))
+        with open(path, "rb") as kept:
+            ns.get("check_equivalence", check_close)(pickle.load(kept), _host(result))
     return statistics.median(times)
 
 

@@ -192,7 +192,7 @@ def _writes(node: ast.AST, aliases: dict[str, str]) -> bool:
         if name in ("setattr", "delattr", "__setattr__", "__delattr__") and args:
             bound = name.startswith("__") and isinstance(func, ast.Attribute) and \
                 _dotted(func.value, aliases) not in ("?object", "?type")
-            obj = func.value if bound else args.pop(0)  # type: ignore[union-attr]
+            obj = func.value if bound and isinstance(func, ast.Attribute) else args.pop(0)
             base = _dotted(obj, aliases)
             attr = args[0].value if args and isinstance(args[0], ast.Constant) else None
             return _timer(f"{base}.{attr}" if base and isinstance(attr, str) else base, whole=not isinstance(attr, str))

@@ -36,7 +36,7 @@ def unquote(name: str) -> str:
     """A path as git writes it in a header: as is, or in double quotes with C escapes (octal for bytes)."""
     if len(name) >= 2 and name[0] == name[-1] == '"':
         raw = codecs.escape_decode(name[1:-1].encode("utf-8", "surrogateescape"))[0]
-        return raw.decode("utf-8", "surrogateescape")  # type: ignore[union-attr]
+        return raw.decode("utf-8", "surrogateescape")
     return name
 
 

@@ -62,7 +62,7 @@ def _records(path: Path) -> tuple[str, list[tuple[int | str, object]]]:
         if not data:
             raise PredictionsError(f"{path}: no predictions in the file")
         return "item", [(i + 1, item) for i, item in enumerate(data)]
-    records = []
+    records: list[tuple[int | str, object]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue

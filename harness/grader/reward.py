@@ -75,10 +75,10 @@ def read_reward(txt: str | None, raw_json: str | None) -> tuple[float | None, di
         except ValueError:
             reasons.append(f"reward.txt holds {txt.strip()[:40]!r}, not a number")
     if extras:
-        value = extras.get("reward")
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-            return float(value), {k: v for k, v in extras.items() if k != "reward"}, ""
-        reasons.append(f"reward.json's reward is {value!r}, not a number")
+        given = extras.get("reward")
+        if isinstance(given, (int, float)) and not isinstance(given, bool) and math.isfinite(given):
+            return float(given), {k: v for k, v in extras.items() if k != "reward"}, ""
+        reasons.append(f"reward.json's reward is {given!r}, not a number")
     if txt is None and raw_json is None:
         reasons.append("the verifier wrote no reward file")
     return None, extras, "; ".join(reasons)
@@ -134,7 +134,8 @@ def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig,
                 report.update(status="patch_failed", reason=f"reading the patch failed: {err}")
                 return report
             box = start("patch")
-            box.write_file(PATCH_PATH, patch if patch.endswith("\n") else patch + "\n")  # type: ignore[union-attr]
+            assert patch is not None  # (patch_exists: a non-empty patch)
+            box.write_file(PATCH_PATH, patch if patch.endswith("\n") else patch + "\n")
             applied = harness_exec(box, f"git apply --binary --whitespace=nowarn {PATCH_PATH}", timeout=300,
                                    cwd=box.workdir)
             if applied.exit_code != 0:

@@ -133,8 +133,9 @@ def retry_after_s(exc: BaseException) -> float | None:
     """Seconds the provider asked us to wait, if it said: `retry-after-ms` (OpenAI's, milliseconds), else
     `Retry-After` as delta-seconds (fractions accepted, e.g. "0.5") or as an HTTP date."""
     headers = getattr(exc, "litellm_response_headers", None)
-    if headers is None and getattr(exc, "response", None) is not None:
-        headers = getattr(exc.response, "headers", None)
+    response = getattr(exc, "response", None)
+    if headers is None and response is not None:
+        headers = getattr(response, "headers", None)
     if not headers:
         return None
 

@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import urlparse
 
 from harness.tasks.ids import check_id
@@ -34,11 +34,20 @@ REGISTRY = "slimshetty/gso"  # GSO's images on Docker Hub, tagged gso.eval.<arch
 GSO_RUNS_PER_TEST = {"abetlen/llama-cpp-python": 1, "microsoft/onnxruntime": 1, "huggingface/tokenizers": 1}
 GSO_TEST_TIMEOUT: dict[str, float | None] = {"abetlen/llama-cpp-python": None, "huggingface/tokenizers": None}
 GSO_DEFAULT_TEST_TIMEOUT = 300.0
+
+
+class Resources(TypedDict):
+    """A task's CPUs, memory and build time limit (seconds)."""
+    cpus: float
+    memory: str
+    build_timeout: float
+
+
 # Resources (GSO's Harbor tasks: 4 CPUs and 16 GB, 8 and 32 GB for its high-resource repositories, whose
 # builds GSO also gives 5400 s instead of 3600 s).
 HIGH_RESOURCE_REPOS = ("abetlen/llama-cpp-python", "huggingface/tokenizers")
-GSO_RESOURCES = {"cpus": 4.0, "memory": "16g", "build_timeout": 3600.0}
-GSO_HIGH_RESOURCES = {"cpus": 8.0, "memory": "32g", "build_timeout": 5400.0}
+GSO_RESOURCES: Resources = {"cpus": 4.0, "memory": "16g", "build_timeout": 3600.0}
+GSO_HIGH_RESOURCES: Resources = {"cpus": 8.0, "memory": "32g", "build_timeout": 5400.0}
 # GSO's row: field -> (kind, what a user is told it should be)
 FIELDS: dict[str, tuple[str, str]] = {
     "instance_id": ("str", "a string such as 'owner__repo-1a2b3c4'"),
@@ -142,6 +151,7 @@ def check_rows(rows: list[dict[str, Any]], where: str, warn: Warn = lambda _m: N
             if not _typed(row.get(column), kind):
                 raise TaskError(f"{where}: column '{column}' of {label} should be {expected}, "
                                 f"got {type(row.get(column)).__name__}")
+        assert isinstance(name, str)  # (a string: checked with the FIELDS above)
         if name in seen:
             raise TaskError(f"{where}: instance_id '{name}' appears twice")
         seen.add(name)

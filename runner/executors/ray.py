@@ -116,7 +116,8 @@ class RayExecutor:
             self._check_resources(ray.cluster_resources())
             # The shared state lives on the driver's node (where the images and the run store are).
             here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-            self.board = ray.remote(Board).options(num_cpus=0, scheduling_strategy=here).remote()
+            # (an actor handle, as the nodes take it: Ray types it as Board itself, whose methods have no .remote)
+            self.board: Any = ray.remote(Board).options(num_cpus=0, scheduling_strategy=here).remote()
             self.depot = ray.remote(ImageDepot).options(num_cpus=0, scheduling_strategy=here).remote(
                 self.conf.sandbox.provider)
             self.limiter = limiter_actor(self.conf.model, scheduling_strategy=here)
@@ -149,7 +150,9 @@ class RayExecutor:
         slots = int(ray.cluster_resources().get("rollout_slot", 1))
         task = ray.remote(ray_node.warm_up).options(num_cpus=0, resources={"rollout_slot": 1})
         try:
-            ray.get([task.remote(self.conf.model) for _ in range(min(self.conf.parallel, slots))])
+            # Ray's overloads take warm_up (all its arguments optional) for a function of none:
+            ray.get([task.remote(self.conf.model)  # type: ignore[call-arg]
+                     for _ in range(min(self.conf.parallel, slots))])
         except ray.exceptions.RayTaskError as err:
             raise _config_error(err) or err.as_instanceof_cause() from None
 

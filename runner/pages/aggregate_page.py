@@ -29,7 +29,7 @@ def write_aggregate_page(out: Path, result: dict[str, Any]) -> Path:
                 continue  # a run folder that cannot be written (read-only, full): no link, the rest stands
         links.append((system["system"], quote(os.path.relpath(page, out))))
     body = [(title, markdown(text)) for title, text in parts[1:] if title != "Plots"]
-    page = render("aggregate.html.j2", head=markdown(parts[0][1]), sections=body, plots=plots, links=links)
+    html = render("aggregate.html.j2", head=markdown(parts[0][1]), sections=body, plots=plots, links=links)
     target = out / "aggregate.html"
-    write_text(target, page)
+    write_text(target, html)
     return target

@@ -17,6 +17,7 @@ episode's details; the per-action cap is the Recorder's action timeout.
 """
 from __future__ import annotations
 
+import functools
 import json
 import shlex
 import threading
@@ -198,8 +199,9 @@ class _CodeActEpisodeState:
                 return self.no_call(reply.content)
             for i, call in enumerate(reply.tool_calls):  # several calls in one reply run in order
                 self.rec.before_action()  # each is an iteration: the limits hold before every one
+                arguments: dict[str, Any] | str
                 try:
-                    arguments: dict[str, Any] | str = parse_arguments(call)
+                    parsed = parse_arguments(call)
                 except ValueError as exc:
                     arguments = call.arguments
                     result = ActionResult(f"ERROR: {exc}", error=True)
@@ -208,8 +210,9 @@ class _CodeActEpisodeState:
                     message["tool_calls"][i] = {**message["tool_calls"][i],
                                                 "function": {"name": call.name, "arguments": "{}"}}
                 else:
-                    result = self.execute(call.name, arguments)
-                self.deliver(call.name, arguments, result, lambda text, c=call: tool_result(c, text))
+                    arguments = parsed
+                    result = self.execute(call.name, parsed)
+                self.deliver(call.name, arguments, result, functools.partial(tool_result, call))
             return None
         content = complete_reply(reply.content)
         self.messages.append({**reply.message, "content": content})  # reasoning fields go back too

@@ -145,7 +145,7 @@ class MiniSweScaffold:
             return [(None, blocks[0].strip())]
         if not reply.tool_calls:
             raise FormatError("the reply called no tool.")
-        commands = []
+        commands: list[tuple[str | None, str]] = []
         for call in reply.tool_calls:
             if call.name != "bash":
                 raise FormatError(f"unknown tool {call.name!r}; the only tool is `bash`.")

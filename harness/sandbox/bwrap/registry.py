@@ -28,7 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from harness.sandbox.bwrap import cgroups
 from harness.sandbox.bwrap.outside import exited, pids_in
@@ -158,7 +158,7 @@ def remove_tree(directory: Path) -> None:
     shutil.rmtree(directory, onerror=writable_then_retry)
 
 
-def read_meta(directory: Path) -> dict[str, object]:
+def read_meta(directory: Path) -> dict[str, Any]:
     try:
         return json.loads((directory / META).read_text())
     except (OSError, ValueError):
@@ -180,7 +180,7 @@ def remove_sandboxes(scope: Scope = "orphans", labels: dict[str, str] | None = N
     for directory in sorted(STATE.glob("sbx-*")):
         meta = read_meta(directory)
         tags = meta.get("labels") or {}
-        if any(tags.get(k) != v for k, v in (labels or {}).items()):  # type: ignore[union-attr]
+        if any(tags.get(k) != v for k, v in (labels or {}).items()):
             continue
         owner = str(meta.get("owner") or "")
         if scope == "mine" and owner != me:
@@ -191,7 +191,7 @@ def remove_sandboxes(scope: Scope = "orphans", labels: dict[str, str] | None = N
             (directory / ENDED).touch()
         except OSError:
             pass  # (half-made, or going already)
-        kill_init(int(meta.get("init") or 0), int(meta.get("pidns") or 0))  # type: ignore[call-overload]
+        kill_init(int(meta.get("init") or 0), int(meta.get("pidns") or 0))
         remove_tree(directory)
         removed += 1
     return removed

@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from harness.gpus import Gpu, visible_env
 from harness.sandbox.archive import tar_of
@@ -150,7 +151,7 @@ class BwrapSandbox(KeptLayers):
             args += ["--ro-bind", "/dev/null", path]
         return args
 
-    def _read_info(self, fd: int) -> dict[str, object]:
+    def _read_info(self, fd: int) -> dict[str, Any]:
         data, deadline = b"", time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             ready, _, _ = select.select([fd], [], [], 0.2)

@@ -98,7 +98,8 @@ def rewrite(dockerfile: str, resolve: Mapping[str, str], substituted: Collection
     out: list[str] = []
     done = Rewritten("", [])
     on_substitute, wheels_in = False, False
-    workdir, copies = "/", []  # the stage's WORKDIR and what its COPYs brought from the context
+    workdir = "/"  # the stage's WORKDIR
+    copies: list[tuple[str, str]] = []  # what its COPYs brought from the context (image path, context path)
     pending: list[str] = []  # a RUN instruction's lines, until its last continuation
     for line in dockerfile.splitlines():
         if pending or re.match(r"\s*RUN\s", line, re.IGNORECASE):

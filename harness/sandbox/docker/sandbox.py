@@ -226,7 +226,7 @@ class DockerSandbox:
         instead of an engine call each. None elsewhere (another storage driver, a remote or rootless engine)."""
         if self._overlay is None:
             data = (self.container.attrs.get("GraphDriver") or {}).get("Data") or {}
-            upper, lowers = data.get("UpperDir"), data.get("LowerDir") or ""
+            upper, lowers = data.get("UpperDir") or "", data.get("LowerDir") or ""
             readable = bool(upper) and os.access(upper, os.R_OK | os.X_OK)
             self._overlay = [upper, *lowers.split(":")] if readable and lowers else []
         return self._overlay or None

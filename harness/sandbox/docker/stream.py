@@ -5,6 +5,7 @@ import select
 import socket
 import struct
 import time
+from typing import cast
 
 import docker
 import docker.errors
@@ -23,7 +24,9 @@ class DockerStream:
     def __init__(self, api: docker.APIClient, exec_id: str, sock: object, tty: bool) -> None:
         self._api, self.exec_id, self._tty = api, exec_id, tty
         self._holder = sock  # keeps the HTTP response (and so the connection) alive
-        self._sock: socket.socket = getattr(sock, "_sock", sock)  # type: ignore[assignment]
+        # docker-py hands back the response's SocketIO (the socket is its `_sock`) or, on some transports,
+        # the socket itself
+        self._sock = cast(socket.socket, getattr(sock, "_sock", sock))
         self._frames = bytearray()  # undecoded multiplexed bytes (no tty)
         self.closed = False
 
