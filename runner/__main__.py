@@ -14,7 +14,7 @@ from __future__ import annotations
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
@@ -84,7 +84,7 @@ def _run_job(cfg: DictConfig, run_dir: Path) -> int:
         conf = validate(cfg)
     except ConfigError as err:
         return _fail(str(err))
-    plain: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
+    plain = cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True))  # (a DictConfig's: a dict)
     from harness import signals
     from harness.atomic import write_problem
     from harness.sandbox.interface import ImageBuildError, SandboxError

@@ -158,7 +158,7 @@ class CheckpointDir:
             self.here.setdefault((task_id, index), set()).add(image)
             found: dict[str, Any] = {"image": image, "written_at": time.time(), "older": []}
             if travels:
-                data, alone = sandbox.export_checkpoint(image)  # type: ignore[attr-defined]
+                data, alone = sandbox.export_checkpoint(image)  # type: ignore[attr-defined]  # (travels: Portable)
                 archive = self.name(task_id, index, f".{len(state.steps)}.tar")
                 self.files.write(archive, data)
                 found.update(base=base, archives=[*([] if alone else chain), archive])
@@ -201,7 +201,7 @@ class CheckpointDir:
         if any(data is None for data in archives):
             return False
         try:
-            self.rebuild(found["image"], found["base"], archives,  # type: ignore[arg-type]
+            self.rebuild(found["image"], found["base"], archives,  # type: ignore[arg-type]  # (no None: checked)
                          {FILE_LABEL: self.files.where(self.name(task_id, index))})
         except SandboxError:
             return False

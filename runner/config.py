@@ -198,7 +198,7 @@ def typed(cfg: DictConfig | dict[str, Any]) -> RunConf:
                 if isinstance(err, OmegaConfBaseException):
                     raise
                 raise ConfigError(f"bad {group} option: {err}") from None
-        return OmegaConf.to_object(merged)  # type: ignore[return-value]
+        return cast(RunConf, OmegaConf.to_object(merged))  # (a RunConf: the merge's structure is RunConf's)
     except MissingMandatoryValue as err:
         key = getattr(err, "full_key", None) or "a value"
         raise ConfigError(f"{key} must be set: add {key}=VALUE to the command") from None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from harness.grader.config import GradeConfig
 from harness.sandbox.interface import TaskImages
@@ -62,7 +62,7 @@ class Grader:
         self.timing = timing or time_locally(sandboxes)
         self._by_patch: dict[tuple[str, str | None], tuple[int, dict[str, Any]]] = {}
 
-    def _matches(self, report: dict[str, Any] | None, record: RolloutRecord) -> bool:
+    def _matches(self, report: dict[str, Any] | None, record: RolloutRecord) -> TypeGuard[dict[str, Any]]:
         if report is None or self.force or (self.retry_errors and report.get("status") == "error"):
             return False
         return self.config.matches(report, record.patch_sha256)
@@ -83,7 +83,7 @@ class Grader:
                 continue
             stored = self.store.grading(task.id, record.rollout)
             if self._matches(stored, record):
-                yield task, record, self._keep(task, record, stored)  # type: ignore[arg-type]
+                yield task, record, self._keep(task, record, stored)
                 continue
             key = (task.id, record.patch_sha256)
             same = self._by_patch.get(key)

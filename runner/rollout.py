@@ -119,7 +119,7 @@ def make_job(conf: RunConf, task: Task, index: int, image: str, retried: Rollout
     """The job of one rollout; `retried`: its record from before, an infrastructure failure run again on
     resume, whose attempts the new record goes on counting (`rollout_attempts`) and whose spend, errors and
     trajectories it keeps."""
-    replayed = RunStore(conf.model.run_dir) if conf.model.run_dir else None  # type: ignore[arg-type]
+    replayed = RunStore(conf.model.run_dir) if conf.model.run_dir else None
     job = RolloutJob(task, index, image, script_for(conf, task, index, replayed))
     if retried is not None:
         job.spent_before = list(retried.attempt_usage) or [retried.usage]

@@ -37,7 +37,7 @@ from runner.records import ResultRecord, RolloutRecord
 
 
 class RunStore:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
         self._lock = threading.Lock()
 

@@ -301,7 +301,7 @@ def clock_review(patch: Mapping[str, Sequence[tuple[float, Outside]]],
         kind = "gpu" if on_gpu else "user"
 
         def work(t: float, o: Outside, n: int = n, on_gpu: bool = on_gpu) -> float:
-            return (o.gpu_busy if on_gpu else o.cpu - o.system) - n * t  # type: ignore[operator]
+            return (o.gpu_busy if on_gpu else o.cpu - o.system) - n * t  # type: ignore[operator]  # (on_gpu: not None)
 
         floor = max(CLOCK_MIN_S, CLOCK_FRACTION * n * statistics.median(expert_times[test]))
         wall = _excess([o.wall - n * t for t, o in runs], [[o.wall - n * t for t, o in ref] for ref in refs], floor)

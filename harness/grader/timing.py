@@ -120,6 +120,7 @@ def time_session(task: Task, base: CodeState, commit: CodeState, patches: list[C
                             expert_time = value
                     for state in group:
                         if state is not base and state is not commit and state.name not in failed:
+                            # (expert_time is set: a group with a patch holds the expert's run)
                             out.paired[state.name][test].append(expert_time)  # type: ignore[arg-type]
     else:  # GSO: all base runs, then all patch runs, then all expert runs
         log(f"[{task.id}] timing: {rounds} rounds x {len(tests)} tests, {len(patches)} patch(es) (gso)")

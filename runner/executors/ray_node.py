@@ -35,6 +35,7 @@ def ensure_image(image: str, depot: Any, provider_name: str) -> None:
     from harness.sandbox.providers import provider
 
     engine = provider(provider_name)
+    # (has_image, import_image: docker's and bwrap's, the providers a Ray node runs; not SandboxProvider's)
     if engine.has_image(image):  # type: ignore[attr-defined]
         return
     lock = Path(tempfile.gettempdir()) / f"optrunner-image-{hashlib.sha1(image.encode()).hexdigest()[:16]}.lock"

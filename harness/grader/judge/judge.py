@@ -113,7 +113,7 @@ def soft_labels(votes: list[dict[str, Any] | None]) -> dict[str, Any]:
         failed = sum(v is None for v in votes)
         return {"targeting": None, "approach": None, "reason": f"withheld: {failed} of {len(votes)} votes failed"}
     for axis in ("targeting", "approach"):
-        ranked = Counter(v[axis] for v in votes).most_common()  # type: ignore[index]
+        ranked = Counter(v[axis] for v in votes).most_common()  # type: ignore[index]  # (no None vote here)
         tied = len(ranked) > 1 and ranked[0][1] == ranked[1][1]
         out[axis] = None if tied else ranked[0][0]
         out[f"{axis}_reason"] = next((v[f"{axis}_reason"] for v in votes if v and v[axis] == ranked[0][0]), "")

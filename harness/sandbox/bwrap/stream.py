@@ -96,5 +96,5 @@ def _spawn_tty(argv: list[str], env: dict[str, str]) -> tuple[int, int]:
 
 def drain(pipe: IO[bytes], capture: OutputCapture) -> None:
     """Read a command's output pipe to its end into `capture` (a thread per command)."""
-    while chunk := pipe.read1(65536):  # type: ignore[attr-defined]
+    while chunk := pipe.read1(65536):  # type: ignore[attr-defined]  # (a Popen pipe: a BufferedReader)
         capture.add(chunk)

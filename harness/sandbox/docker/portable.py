@@ -21,8 +21,9 @@ from __future__ import annotations
 import io
 import json
 import tarfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
+from typing import Any
 
 from docker.models.containers import Container
 
@@ -32,10 +33,10 @@ ADDED, CHANGED, DELETED = 1, 0, 2  # the kinds of `container.diff()`
 RM_CHUNK = 500  # paths per `rm` command
 
 
-def changed_paths(entries: Sequence[dict[str, object]]) -> tuple[list[str], list[str]]:
+def changed_paths(entries: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
     """From `container.diff()`: the paths to read out (top-most added ones and changed leaves) and the deleted
     ones. A changed directory that only holds other entries is left out: it exists in the image already."""
-    kinds = {str(e["Path"]): int(e["Kind"]) for e in entries}  # type: ignore[call-overload]
+    kinds = {str(e["Path"]): int(e["Kind"]) for e in entries}
     parents = {str(parent) for path in kinds for parent in PurePosixPath(path).parents}
     added = {path for path, kind in kinds.items() if kind == ADDED}
     read: list[str] = []

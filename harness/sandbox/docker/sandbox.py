@@ -128,7 +128,7 @@ class DockerSandbox:
             raise SandboxError("sandbox is closed")
         argv = ["timeout", "-k", str(KILL_GRACE), f"{timeout:g}", "bash", *shell_flags(login), cmd]
         capture = OutputCapture(self.limits.max_output_bytes)
-        outcome: dict[str, object] = {}
+        outcome: dict[str, Any] = {}
         started = time.monotonic()
 
         def run() -> None:
@@ -152,7 +152,7 @@ class DockerSandbox:
             self._kill()
             return ExecResult(capture.text() + "\n[exec wedged: container killed]", -1, True, duration,
                               capture.truncated)
-        code = int(outcome.get("exit_code", -1))  # type: ignore[call-overload]
+        code = int(outcome.get("exit_code", -1))
         if code in (137, -1) and not self._running():  # killed with its container: infrastructure, unless its
             raise deaths.failure(self, "the container stopped while a command ran in it")  # processes did it
         # timeout(1) exits 124 (TERM worked) or 137 (needed KILL); an OOM kill is also 137, but early.
