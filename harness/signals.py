@@ -37,11 +37,12 @@ def exit_code(exc: BaseException) -> int:
     return exc.code if isinstance(exc, Stopped) else 130
 
 
-def remove_my_containers() -> None:
-    """The second signal's cleanup: every container this process started, whatever it was doing."""
+def remove_my_sandboxes() -> None:
+    """The second signal's cleanup: every sandbox this process started (Docker's and bwrap's alike), whatever
+    it was doing."""
     try:
-        from harness.sandbox.docker.containers import remove_containers
-        remove_containers("mine")
+        from harness.sandbox.providers import remove_mine
+        remove_mine()
     except Exception:  # noqa: BLE001 - exiting anyway; `harness cleanup` removes what is left
         pass
 
@@ -63,7 +64,7 @@ atexit.register(_ignore_late)
 
 
 def install(first: Callable[[int], None] | None = None,
-            second: Callable[[], None] = remove_my_containers) -> Callable[[], None]:
+            second: Callable[[], None] = remove_my_sandboxes) -> Callable[[], None]:
     """Handle SIGINT, SIGTERM and SIGHUP from now on (main thread only); returns a function that puts the
     previous handlers back, unless a signal came: then the process is on its way out, and another signal
     must still end it at once with the first one's code. `first(signum)` runs on the first signal
@@ -74,7 +75,7 @@ def install(first: Callable[[int], None] | None = None,
 
     def handler(signum: int, _frame: Any) -> None:
         if state["signum"]:
-            print(f"\nsecond signal ({NAMES.get(signum, signum)}): removing containers and exiting now",
+            print(f"\nsecond signal ({NAMES.get(signum, signum)}): removing sandboxes and exiting now",
                   file=sys.stderr, flush=True)
             second()
             os._exit(128 + state["signum"])

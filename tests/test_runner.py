@@ -73,8 +73,8 @@ def start_runner(*args: str, out: Path) -> subprocess.Popen[str]:
 
 
 def signal_when(proc: subprocess.Popen[str], ready: Callable[[], None], *signums: int,
-                timeout: float = 60) -> tuple[str, float]:
-    """Once `ready()` returns, send the signals (0.1 s apart: the first is being handled when the next
+                timeout: float = 60, gap: float = 0.1) -> tuple[str, float]:
+    """Once `ready()` returns, send the signals (`gap` s apart: the first is being handled when the next
     comes) and wait for the process to exit; (its output, seconds from the first signal to its exit). The
     process group is killed if the test fails before that."""
     try:
@@ -82,7 +82,7 @@ def signal_when(proc: subprocess.Popen[str], ready: Callable[[], None], *signums
         sent = time.time()
         for i, signum in enumerate(signums):
             if i:
-                time.sleep(0.1)
+                time.sleep(gap)
             proc.send_signal(signum)
         output, _ = proc.communicate(timeout=timeout)
         return output, time.time() - sent

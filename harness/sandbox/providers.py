@@ -83,9 +83,25 @@ class SandboxProvider(Protocol):
         ...
 
 
+_made: dict[str, SandboxProvider] = {}  # the providers this process made, by name
+
+
 @cache
 def provider(name: str = DEFAULT_PROVIDER) -> SandboxProvider:
     if name not in PROVIDERS:
         raise ValueError(f"unknown sandbox provider {name!r}; known: {', '.join(PROVIDERS)}")
     module, _, cls = PROVIDERS[name].partition(":")
-    return getattr(importlib.import_module(module), cls)()
+    made: SandboxProvider = getattr(importlib.import_module(module), cls)()
+    _made[name] = made
+    return made
+
+
+def remove_mine() -> None:
+    """Every sandbox this process started, of every provider it used, removed (a second Ctrl-C's cleanup:
+    harness.signals). Docker's always (sandboxes started without a provider object carry its labels too);
+    a provider that fails is skipped: the process is exiting, and `harness cleanup` removes what is left."""
+    for name in sorted({"docker", *_made}):
+        try:
+            provider(name).cleanup("mine")
+        except Exception:  # noqa: BLE001 - the next provider still gets its turn
+            pass
