@@ -110,10 +110,9 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     removed = sandboxes.cleanup("all" if args.all else "orphans")
     which = "labelled 'optrunner'" if args.all else "left behind by processes that are gone"
     console.print(f"removed {removed} {args.provider} sandbox(es) {which}")
-    checkpoints = getattr(sandboxes, "cleanup_checkpoints", None)
-    if checkpoints is not None:  # rollout checkpoints (runner/checkpoints.py) nothing names any more
-        gone = checkpoints("all" if args.all else "orphans")
-        console.print(f"removed {gone} checkpoint(s)" + ("" if args.all else " no checkpoint file needs"))
+    # rollout checkpoints (runner/checkpoints.py) nothing names any more
+    gone = sandboxes.cleanup_checkpoints("all" if args.all else "orphans")
+    console.print(f"removed {gone} checkpoint(s)" + ("" if args.all else " no checkpoint file needs"))
     return 0
 
 

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from harness.atomic import write_bytes
 from harness.models.records import CallRecord, Usage
 from harness.sandbox.interface import Checkpointable, Portable, Sandbox, SandboxError
+from harness.sandbox.providers import SandboxProvider
 from harness.sandbox.kept import FILE_LABEL  # the file that names a kept sandbox (harness cleanup reads it)
 from scaffolds.checkpoint import FORMAT, Checkpoints, EpisodeState
 
@@ -251,8 +252,8 @@ class CheckpointDir:
             pass  # the engine is away: `harness cleanup` removes it later
 
 
-def checkpoint_dir(files: Path | Files, run_id: str, sandboxes: object, travel: bool = False) -> CheckpointDir:
-    """A run's checkpoints with its provider's way to remove a kept sandbox (none: nothing to remove) and, where
-    they `travel` (Ray), to rebuild one from its archives."""
-    rebuild = getattr(sandboxes, "import_checkpoint", None) if travel else None
-    return CheckpointDir(files, run_id, getattr(sandboxes, "remove_image", lambda _name: None), rebuild)
+def checkpoint_dir(files: Path | Files, run_id: str, sandboxes: SandboxProvider,
+                   travel: bool = False) -> CheckpointDir:
+    """A run's checkpoints with its provider's way to remove a kept sandbox and, where they `travel` (Ray), to
+    rebuild one from its archives."""
+    return CheckpointDir(files, run_id, sandboxes.remove_image, sandboxes.import_checkpoint if travel else None)

@@ -30,7 +30,7 @@ from harness.models.records import Usage
 from harness.models.scripted import Script, is_scripted
 from harness.sandbox.interface import (NoPatch, PatchTooLarge, Sandbox, SandboxError, SandboxKilledFromInside,
                                        close_quietly, pin_if_possible)
-from harness.sandbox.providers import SandboxProvider
+from harness.sandbox.providers import SandboxProvider, WaitsReady
 from harness.tasks.task import Task
 from runner.checkpoints import CheckpointDir, checkpoint_dir
 from runner.config import ConfigError, RunConf
@@ -202,9 +202,8 @@ class RolloutRunner:
         """Before retrying after a sandbox failure, wait for the engine to answer again (a Docker daemon
         restart takes it away for seconds): retried at once, every rollout in flight, and then each queued
         one, would fail instantly and be recorded as infra_error (the soak bench saw 14 of 30)."""
-        wait = getattr(self.sandboxes, "wait_ready", None)
-        if wait is not None:
-            wait(ENGINE_WAIT_S, live.stop)
+        if isinstance(self.sandboxes, WaitsReady):
+            self.sandboxes.wait_ready(ENGINE_WAIT_S, live.stop)
 
     def _attempt(self, job: RolloutJob, live: Live) -> RolloutResult:
         task, image = job.task, job.image

@@ -15,7 +15,10 @@ import dataclasses
 import importlib
 import types
 import typing
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.sandbox.providers import SandboxProvider
 
 # name -> (module, scaffold class, config class)
 SCAFFOLDS = {
@@ -87,7 +90,7 @@ def make_scaffold(name: str, options: dict[str, Any] | None = None) -> Any:
     return scaffold_cls(make_config(name, options))
 
 
-def agent_images(name: str, options: dict[str, Any] | None, images: dict[str, str], provider: Any,
+def agent_images(name: str, options: dict[str, Any] | None, images: dict[str, str], provider: SandboxProvider,
                  log: Any = print) -> dict[str, str]:
     """Each task's image for this scaffold's sandboxes (task id -> image): the task's agent image, or, for an
     installed agent, that image one layer up with the agent's program (built once; ValueError in one line

@@ -14,12 +14,15 @@ import importlib
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
+import threading
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from harness.gpus import Gpu
 from harness.sandbox.interface import Sandbox, SandboxLimits, TaskImages
 
 if TYPE_CHECKING:
+    from harness.sandbox.bwrap.provider import BwrapProvider
+    from harness.sandbox.docker.provider import DockerProvider
     from harness.tasks.task import Task
 
 Progress = Callable[[str], None]
@@ -72,10 +75,33 @@ class SandboxProvider(Protocol):
         is absent or the engine does not answer."""
         ...
 
-    # Optional: `has_image(name) -> bool`, `export_image(name) -> bytes`, `import_image(data)` move an image
-    # from one machine's engine to another's (the Ray executor's nodes).
-    # Optional: `wait_ready(timeout_s, stop) -> bool` waits for the engine to answer again after a failure
-    # (the runner calls it, when present, before retrying a rollout's infrastructure error).
+    def add_folder(self, image: str, source: Path, dest: str, kind: str, progress: Progress = print,
+                   then: str = "") -> str:
+        """`image` with this machine's folder `source` at `dest`, one layer more, named by `kind` (installed
+        agents); `then`: a command run over it once. Returns the new image's name."""
+        ...
+
+    # Moving an image from one machine's engine to another's (the Ray executor's nodes).
+    def has_image(self, name: str) -> bool: ...
+
+    def export_image(self, name: str) -> bytes: ...
+
+    def import_image(self, data: bytes) -> None: ...
+
+    # Rollout checkpoints (runner.checkpoints): kept sandboxes, rebuilt elsewhere, removed when nothing needs them.
+    def import_checkpoint(self, name: str, base: str, archives: Sequence[bytes],
+                          labels: dict[str, str] | None = None) -> None:
+        """The checkpoint `name` rebuilt on this machine from `base` and the archives its sandboxes exported
+        (`Portable`), in order."""
+        ...
+
+    def remove_image(self, name: str) -> None:
+        """An image this project made (a sandbox's checkpoint) removed; gone already is fine."""
+        ...
+
+    def cleanup_checkpoints(self, scope: "CleanupScope" = "orphans") -> int:
+        """Rollout checkpoints no checkpoint file names any more (`all`: every one); how many were removed."""
+        ...
 
     def cleanup(self, scope: CleanupScope = "orphans", labels: dict[str, str] | None = None) -> int:
         """Remove our sandboxes: of dead processes (orphans), of this process (mine) or all; `labels`
@@ -84,6 +110,21 @@ class SandboxProvider(Protocol):
 
 
 _made: dict[str, SandboxProvider] = {}  # the providers this process made, by name
+
+
+if TYPE_CHECKING:  # the type checker holds every registered provider to the whole protocol (make typecheck)
+    def _conforms(docker: DockerProvider, bwrap: BwrapProvider) -> tuple[SandboxProvider, ...]:
+        return docker, bwrap
+
+
+@runtime_checkable
+class WaitsReady(Protocol):
+    """A provider whose engine can go away for a while (a Docker daemon restarting): the runner waits for it
+    before retrying a rollout's infrastructure error."""
+
+    def wait_ready(self, timeout_s: float, stop: threading.Event | None = None) -> bool:
+        """True once the engine answers again, False after `timeout_s` or once `stop` is set."""
+        ...
 
 
 @cache

@@ -116,8 +116,7 @@ class ImageDepot:
         if image not in self.saved:
             from harness.sandbox.providers import provider
 
-            # (export_image: docker's and bwrap's, the providers Ray runs; not SandboxProvider's)
-            self.saved[image] = ray.put(provider(self.provider_name).export_image(image))  # type: ignore[attr-defined]
+            self.saved[image] = ray.put(provider(self.provider_name).export_image(image))
         return [self.saved[image]]
 
 

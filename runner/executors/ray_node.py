@@ -35,15 +35,14 @@ def ensure_image(image: str, depot: Any, provider_name: str) -> None:
     from harness.sandbox.providers import provider
 
     engine = provider(provider_name)
-    # (has_image, import_image: docker's and bwrap's, the providers a Ray node runs; not SandboxProvider's)
-    if engine.has_image(image):  # type: ignore[attr-defined]
+    if engine.has_image(image):
         return
     lock = Path(tempfile.gettempdir()) / f"optrunner-image-{hashlib.sha1(image.encode()).hexdigest()[:16]}.lock"
     with open(lock, "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
-        if not engine.has_image(image):  # type: ignore[attr-defined]
+        if not engine.has_image(image):
             (ref,) = ray.get(depot.tar.remote(image))
-            engine.import_image(ray.get(ref))  # type: ignore[attr-defined]
+            engine.import_image(ray.get(ref))
 
 
 def timing_cpuset(reserve: bool) -> str | None:
@@ -125,9 +124,7 @@ def sweep(run_id: str, provider_name: str) -> int:
 
     engine = provider(provider_name)
     removed = engine.cleanup("all", labels={RUN_LABEL: run_id}) + engine.cleanup("orphans")
-    forget = getattr(engine, "cleanup_checkpoints", None)
-    if forget is not None:
-        forget("orphans")
+    engine.cleanup_checkpoints("orphans")
     return removed
 
 

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.models.gateway import Gateway, GatewayCall, Refused
 from harness.models.model import Model
@@ -37,6 +37,9 @@ from scaffolds.installed.agents import AGENT_HOME, INSTALL_ROOT, TASK_FILE, Laun
 from scaffolds.limits import Limits
 from scaffolds.prompts import render_template
 from scaffolds.recorder import Recorder
+
+if TYPE_CHECKING:
+    from harness.sandbox.providers import SandboxProvider
 
 PROMPTS = Path(__file__).parent / "prompts"
 LOG_CAP = 1 << 20  # bytes of each agent log file kept in the trajectory
@@ -260,7 +263,7 @@ def _compile_and_check(agent: str, dest: str) -> str:
             f'"$py" -I -m compileall -q -j 0 {dest}/lib > /dev/null || true')
 
 
-def prepare_images(agent: str, images: Mapping[str, str], provider: Any,
+def prepare_images(agent: str, images: Mapping[str, str], provider: SandboxProvider,
                    log: Callable[[str], None] = print) -> dict[str, str]:
     """Each task's agent image with the agent's folder added (task id -> image), installed from its
     registry on this machine for the image's interpreter; ValueError (one line) when an image cannot run it."""
