@@ -21,8 +21,6 @@ from harness.gpus import Gpu
 from harness.sandbox.interface import Sandbox, SandboxLimits, TaskImages
 
 if TYPE_CHECKING:
-    from harness.sandbox.bwrap.provider import BwrapProvider
-    from harness.sandbox.docker.provider import DockerProvider
     from harness.tasks.task import Task
 
 Progress = Callable[[str], None]
@@ -110,11 +108,6 @@ class SandboxProvider(Protocol):
 
 
 _made: dict[str, SandboxProvider] = {}  # the providers this process made, by name
-
-
-if TYPE_CHECKING:  # the type checker holds every registered provider to the whole protocol (make typecheck)
-    def _conforms(docker: DockerProvider, bwrap: BwrapProvider) -> tuple[SandboxProvider, ...]:
-        return docker, bwrap
 
 
 @runtime_checkable

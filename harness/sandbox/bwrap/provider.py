@@ -17,7 +17,7 @@ from harness.sandbox.bwrap.binary import bwrap_path, usable
 from harness.sandbox.bwrap.sandbox import BwrapSandbox
 from harness.sandbox.interface import (DEFAULT_BASE_IMAGE, ImageBuildError, SandboxError, SandboxLimits,
                                        SandboxUnavailable, TaskImages)
-from harness.sandbox.providers import CleanupScope, Progress
+from harness.sandbox.providers import CleanupScope, Progress, SandboxProvider
 
 if TYPE_CHECKING:
     from harness.tasks.task import Task
@@ -137,3 +137,8 @@ class BwrapProvider:
 
     def cleanup(self, scope: CleanupScope = "orphans", labels: dict[str, str] | None = None) -> int:
         return registry.remove_sandboxes(scope, labels)
+
+
+if TYPE_CHECKING:  # `make typecheck` holds this provider to the whole protocol
+    def _conforms(made: BwrapProvider) -> SandboxProvider:
+        return made

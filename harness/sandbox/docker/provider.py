@@ -17,7 +17,7 @@ from harness.sandbox.docker.images import BaseImageSpec
 from harness.sandbox.docker.sandbox import ENGINE_ERRORS, DockerSandbox, engine_errors
 from harness.sandbox.docker.task_images import ensure_images
 from harness.sandbox.interface import SandboxLimits, SandboxUnavailable, TaskImages
-from harness.sandbox.providers import CleanupScope, Progress
+from harness.sandbox.providers import CleanupScope, Progress, SandboxProvider
 
 if TYPE_CHECKING:
     from harness.tasks.task import Task
@@ -148,3 +148,8 @@ class DockerProvider:
     def cleanup(self, scope: CleanupScope = "orphans", labels: dict[str, str] | None = None) -> int:
         with engine_errors():
             return remove_containers(scope, labels=labels)
+
+
+if TYPE_CHECKING:  # `make typecheck` holds this provider to the whole protocol
+    def _conforms(made: DockerProvider) -> SandboxProvider:
+        return made
