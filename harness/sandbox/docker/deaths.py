@@ -33,7 +33,8 @@ from harness.sandbox.interface import SandboxError, SandboxKilledFromInside
 ENGINE_ERRORS = (docker.errors.DockerException, requests.exceptions.ConnectionError)
 ACTIONS = ("start", "kill", "stop", "restart", "die", "oom", "destroy")  # the events the watcher keeps
 OUTSIDE = frozenset({"kill", "stop", "restart", "destroy"})  # what only a request to the engine makes
-DIE_WAIT_S = 5.0  # how long a verdict waits for the engine's `die` event (it follows the state by moments)
+DIE_WAIT_S = 15.0  # how long a verdict waits for the engine's `die` event (moments; more on a loaded machine)
+SETTLE_S = 3.0  # how long a stopped container may still report `running` before it counts as running
 Event = tuple[str, dict[str, str]]  # (action, attributes)
 
 
@@ -133,12 +134,18 @@ class _Box(Protocol):
 def failure(box: _Box, message: str) -> SandboxError:
     """The error for a command or transfer that failed in `box`'s container: SandboxKilledFromInside when the
     container stopped and its own processes did it (the agent's outcome), else SandboxError(message)."""
-    try:
-        box.container.reload()
-    except ENGINE_ERRORS:
-        return SandboxError(message)  # removed, or the engine is away: infrastructure
-    if box.container.status in ("running", "paused", "restarting", "created"):
-        return SandboxError(message)
+    # A container whose keep-alive just died still reports `running` for a moment: its state settles first.
+    settle = time.monotonic() + SETTLE_S
+    while True:
+        try:
+            box.container.reload()
+        except ENGINE_ERRORS:
+            return SandboxError(message)  # removed, or the engine is away: infrastructure
+        if box.container.status not in ("running", "paused", "restarting", "created"):
+            break
+        if time.monotonic() >= settle:
+            return SandboxError(message)
+        time.sleep(0.1)
     why = watcher(box._client).why_stopped(box.container.id)
     return SandboxKilledFromInside(f"the sandbox ended: {why}") if why else SandboxError(message)
 
