@@ -77,11 +77,11 @@ def precompile(sandbox: Sandbox, readonly: tuple[str, ...], python: str) -> None
                      timeout=600, login=False)
 
 
-def fence(sandbox: Sandbox, readonly: tuple[str, ...], python: str) -> Fence:
+def fence(sandbox: Sandbox, readonly: tuple[str, ...]) -> Fence:
     """Make `readonly` (the repository, the tests) unwritable to RUN_UID, take group and other write
     permission off every file in the container, and record the world-writable directories. Standard
-    tools only, no interpreter of the task's: it runs after the state is frozen (grader.freeze).
-    (`python`, the task's interpreter, is not run here: a build may have replaced it.)"""
+    tools only, no interpreter of the task's (a build may have replaced it): it runs after the state is
+    frozen (grader.freeze)."""
     prune = " -o ".join(f"-path {p}" for p in _PRUNE)
     dirs = " ".join(shlex.quote(d) for d in readonly if d)
     script = (

@@ -20,6 +20,7 @@ import os
 import re
 import subprocess
 import tempfile
+from typing import overload
 
 
 class UnreadablePatch(ValueError):
@@ -60,6 +61,14 @@ def _header_paths(section: str) -> tuple[set[str], set[str]]:
                 if line.startswith("+++ "):
                     written.add(name)
     return paths, written
+
+
+@overload
+def with_final_newline(patch: str) -> str: ...
+
+
+@overload
+def with_final_newline(patch: None) -> None: ...
 
 
 def with_final_newline(patch: str | None) -> str | None:

@@ -42,7 +42,7 @@ from harness.grader.anchors import Objective, calibrate, objective, read_metric
 from harness.grader.config import GradeConfig
 from harness import gpus
 from harness.gpus.clocks import ClockLock
-from harness.grader.patch_paths import UnreadablePatch, read_section, sections
+from harness.grader.patch_paths import UnreadablePatch, read_section, sections, with_final_newline
 from harness.grader.states import PATCH_PATH
 from harness.sandbox.interface import (ExecResult, FileChanged, Freezable, Sandbox, SandboxError, harness_exec,
                                        pin_if_possible)
@@ -135,7 +135,7 @@ def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig,
                 return report
             box = start("patch")
             assert patch is not None  # (patch_exists: a non-empty patch)
-            box.write_file(PATCH_PATH, patch if patch.endswith("\n") else patch + "\n")
+            box.write_file(PATCH_PATH, with_final_newline(patch))
             applied = harness_exec(box, f"git apply --binary --whitespace=nowarn {PATCH_PATH}", timeout=300,
                                    cwd=box.workdir)
             if applied.exit_code != 0:

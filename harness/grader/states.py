@@ -18,7 +18,7 @@ from pathlib import Path
 
 from harness.grader.freeze import changed_files, digest, freeze, tool_changes
 from harness.grader.isolation import Fence, Outside, fence, hand_over, parse, precompile, wrap
-from harness.grader.patch_paths import UnreadablePatch, section_paths, sections
+from harness.grader.patch_paths import UnreadablePatch, section_paths, sections, with_final_newline
 from harness.sandbox.interface import TESTBED, TRUSTED_ENV, Sandbox, harness_exec, is_excluded
 from harness.sandbox.processes import FreshProcesses
 from harness.tasks.task import OFFLINE_ENV, Task
@@ -104,7 +104,7 @@ def apply_patch(sandbox: Sandbox, patch: str, timeout: float = 120, excludes: tu
         raise StepFailed("reading the patch", str(err)) from None
     if not patch.strip():
         return "empty patch"
-    sandbox.write_file(PATCH_PATH, patch if patch.endswith("\n") else patch + "\n")
+    sandbox.write_file(PATCH_PATH, with_final_newline(patch))
     outputs = []
     for template in APPLY_CASCADE:
         cmd = template.format(p=PATCH_PATH)
@@ -301,7 +301,7 @@ def prepare_state(name: str, sandbox: Sandbox, task: Task, patch: str | None = N
                                                                                login=False),
                       task, None, hooks, built, expected, env_of_task)
     check_intact(state, "after the build")
-    fenced = fence(sandbox, (task.workdir or TESTBED, HIDDEN_DIR), task.test_python) if fresh else None
+    fenced = fence(sandbox, (task.workdir or TESTBED, HIDDEN_DIR)) if fresh else None
     return replace(state, fence=fenced)
 
 
