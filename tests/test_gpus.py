@@ -134,14 +134,41 @@ def test_a_docker_sandbox_given_gpus_requests_those_by_uuid() -> None:
     assert "device_requests" not in create_options(SandboxLimits(), {}, "/testbed")
 
 
-def test_a_bwrap_sandbox_given_gpus_binds_their_nodes_only() -> None:
-    from harness.sandbox.bwrap import devices
+def test_a_sandbox_given_gpus_needs_their_nodes_only() -> None:
+    nodes = gpus.device_nodes([H100[1]])
+    assert nodes[0] == "/dev/nvidia1" and "/dev/nvidia0" not in nodes
+    assert "/dev/nvidiactl" in nodes and "/dev/nvidia-uvm" in nodes
+    assert gpus.device_nodes([]) == []
 
-    args = devices.gpus([H100[1]])
-    binds = [args[i + 1] for i in range(0, len(args), 3)]
-    assert args[0] == "--dev-bind-try" and binds[0] == "/dev/nvidia1" and "/dev/nvidia0" not in binds
-    assert "/dev/nvidiactl" in binds and "/dev/nvidia-uvm" in binds
-    assert devices.gpus([]) == []
+
+@pytest.mark.skipif(os.getuid() != 0, reason="run by another user, the host's nodes are bound: not mapped inside")
+def test_a_bwrap_sandbox_run_by_root_gets_copies_of_the_gpu_nodes_it_cannot_change_on_the_host(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No GPU here: the host's /dev/full stands in for a GPU's node (a character device root owns). A
+    `chmod 000` of it inside changes the sandbox's copy, never the host's node."""
+    from harness.sandbox.bwrap import devices
+    from harness.sandbox.bwrap.rootfs import empty_layer, host_rootfs
+    from harness.sandbox.bwrap.sandbox import BwrapSandbox
+    from harness.sandbox.interface import SandboxUnavailable
+    from harness.sandbox.providers import provider
+
+    try:
+        provider("bwrap").ensure_ready()
+    except SandboxUnavailable as why:
+        pytest.skip(str(why))
+    monkeypatch.setattr(devices, "device_nodes", lambda given: ["/dev/full", "/dev/nvidia-not-here"])
+    before = os.stat("/dev/full")
+    box = BwrapSandbox.start(host_rootfs("t", (empty_layer(tmp_path / "layer"),), {}), gpus=[H100[0]])
+    try:
+        assert box.exec("test -e /dev/nvidia-not-here").exit_code != 0  # no node invented
+        inside = box.exec("stat -c '%t:%T %a' /dev/full && chmod 000 /dev/full && stat -c %a /dev/full")
+        assert inside.exit_code == 0, inside.output
+        assert inside.output.split() == [f"{os.major(before.st_rdev):x}:{os.minor(before.st_rdev):x}",
+                                         f"{before.st_mode & 0o777:o}", "0"]
+    finally:
+        box.close()
+    after = os.stat("/dev/full")
+    assert (after.st_mode, after.st_uid, after.st_rdev) == (before.st_mode, before.st_uid, before.st_rdev)
 
 
 def test_a_bwrap_sandbox_shows_cuda_its_own_gpus(tmp_path: Path) -> None:

@@ -5,7 +5,8 @@ is the host's root, and a `chmod 600 /dev/null` there would change the host's no
 the machine then fails to open it). So a sandbox run by root gets nodes made in its own directory (as
 Docker makes a container's), bound over bwrap's. Run by another user, the host's nodes belong to a user
 not mapped inside, which cannot change them: bwrap's stay. A sandbox given GPUs (harness.gpus) gets their
-nodes and the driver's control nodes bound, and no other GPU's.
+nodes and the driver's control nodes, and no other GPU's: copies of its own when run by root (the same
+device numbers, owner and mode, so CUDA opens them as it would the host's), the host's own otherwise.
 """
 from __future__ import annotations
 
@@ -37,7 +38,31 @@ def own(directory: Path) -> list[str]:
     return args
 
 
-def gpus(given: Sequence[Gpu]) -> list[str]:
-    """bwrap's arguments binding the device nodes of the sandbox's own GPUs and the driver's control nodes
-    (those present), and no other GPU's."""
-    return [arg for node in device_nodes(given) for arg in ("--dev-bind-try", node, node)]
+def gpus(given: Sequence[Gpu], directory: Path) -> list[str]:
+    """bwrap's arguments for the device nodes of the sandbox's own GPUs and the driver's control nodes
+    (those present), and no other GPU's: copies made under `directory` when run by root."""
+    nodes = [node for node in device_nodes(given) if os.path.exists(node)]
+    if os.getuid() != 0:
+        return [arg for node in nodes for arg in ("--dev-bind", node, node)]
+    folder = directory / "dev" / "gpu"
+    folder.mkdir(parents=True, exist_ok=True)
+    args = []
+    for node in nodes:
+        copy = folder / node.strip("/").replace("/", "_")
+        _copy_node(Path(node), copy)
+        args += ["--dev-bind", str(copy), node]
+    return args
+
+
+def _copy_node(node: Path, copy: Path) -> None:
+    """A device node (or a folder of them, as /dev/nvidia-caps) made again at `copy`, as the host has it."""
+    info = node.stat()
+    if stat.S_ISDIR(info.st_mode):
+        copy.mkdir(exist_ok=True)
+        for member in node.iterdir():
+            if member.is_char_device() or member.is_block_device():
+                _copy_node(member, copy / member.name)
+    elif not copy.exists():
+        os.mknod(copy, stat.S_IFMT(info.st_mode) | 0o600, info.st_rdev)
+    os.chown(copy, info.st_uid, info.st_gid)  # (again on a restart: whatever the sandbox did to it before)
+    os.chmod(copy, stat.S_IMODE(info.st_mode))

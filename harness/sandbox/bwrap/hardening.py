@@ -1,19 +1,21 @@
 """What a bubblewrap sandbox's root may do: the capabilities it keeps, no new privileges, open files.
 
 bwrap itself drops its init's capabilities (`--cap-drop ALL`, then CAPS back) and sets its no_new_privs.
-But every command joins a running sandbox through nsenter, and joining a user namespace gives a process
+But every command joins a running sandbox from the host, and joining a user namespace gives a process
 every capability in it (and nothing of the init's). So each command is started through
-- the host's prlimit (`nofile`): rlimits survive nsenter and exec;
-- the sandbox's own setpriv (`inside`, util-linux: in every Debian image), which takes all but CAPS out of
-  the bounding set and sets no_new_privs before the command runs: after that exec, root holds CAPS only;
-- where the sandbox has no setpriv, the host's (`outside`), for no_new_privs alone (it survives nsenter);
-  the capabilities then stay, and the sandbox says so (`BwrapSandbox.hardened`).
+- the host's prlimit (`nofile`): rlimits survive the join and exec;
+- `enter.py`, run by the host's interpreter, which joins the namespaces, takes all but CAPS out of the
+  bounding set, sets no_new_privs and loads the keyring filter before it execs the command: nothing of
+  the sandbox's runs until then, so no file the sandbox's root wrote can undo it (`enter`).
 """
 from __future__ import annotations
 
+import os
 import resource
 import shutil
+import sys
 from functools import cache
+from pathlib import Path
 
 # What root in a sandbox keeps: what the grader's fence does as root, as in Docker's sandboxes
 # (harness.sandbox.docker.containers.KEPT_CAPS, which says why each). The rest (CAP_SYS_ADMIN: mounts and
@@ -21,7 +23,6 @@ from functools import cache
 CAPS = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_KILL", "CAP_SETGID", "CAP_SETUID",
         "CAP_NET_BIND_SERVICE")
 NOFILE = 16384  # open files per process (soft and hard), as in Docker's sandboxes (containers.NOFILE)
-PROBE = "command -v setpriv"  # run in the sandbox (sh -c) once it runs: whether `inside` can be used
 
 
 def cap_args() -> list[str]:
@@ -41,20 +42,15 @@ def nofile() -> tuple[str, ...]:
     return (prlimit, f"--nofile={limit}:{limit}", "--")
 
 
-def inside() -> list[str]:
-    """The sandbox's setpriv, leaving root CAPS only and setting no_new_privs for what follows."""
-    keep = ",".join("+" + cap.removeprefix("CAP_").lower() for cap in CAPS)
-    return ["setpriv", "--no-new-privs", f"--bounding-set=-all,{keep}", "--"]
+ENTER = str(Path(__file__).with_name("enter.py"))
+CAP_NUMBERS = {"CAP_CHOWN": 0, "CAP_DAC_OVERRIDE": 1, "CAP_FOWNER": 3, "CAP_KILL": 5, "CAP_SETGID": 6,
+               "CAP_SETUID": 7, "CAP_NET_BIND_SERVICE": 10}  # (linux/capability.h)
 
 
-@cache
-def outside() -> tuple[str, ...]:
-    """The host's setpriv setting no_new_privs for what follows (nsenter and the command it starts)."""
-    setpriv = shutil.which("setpriv")
-    return (setpriv, "--no-new-privs", "--") if setpriv else ()
-
-
-def before(hardened: bool) -> list[str]:
-    """What goes before nsenter, on the host: the nofile limit, and no_new_privs where the sandbox cannot set
-    it itself (`hardened`: it has setpriv)."""
-    return [*nofile(), *(() if hardened else outside())]
+def enter(init: int, cwd: str) -> list[str]:
+    """The host command that runs what follows it in the sandbox of `init` (a host pid), in `cwd`, as its
+    root with CAPS only, no_new_privs and the keyring filter (enter.py). Run by another user, that user's
+    ids are kept (root inside: the only ones mapped) rather than set, which its user namespace denies."""
+    creds = "root" if os.geteuid() == 0 else "keep"
+    keep = ",".join(str(CAP_NUMBERS[cap]) for cap in CAPS)
+    return [*nofile(), sys.executable, "-I", "-S", ENTER, str(init), cwd, keep, creds, "--"]

@@ -3,9 +3,11 @@
 One sandbox is one long-lived `bwrap` process (its init, in new user, pid, ipc, uts, cgroup and, unless
 the task allows the network, network namespaces) over an overlay: the root file system read-only
 underneath, a writable layer of its own above (a directory of ours: what changed is read from outside,
-harness.sandbox.overlay). Every command joins those namespaces with `nsenter`, as root of the sandbox's user
-namespace: a capability there is worth nothing on the host. Run by root, uids 0-65535 map to the host's own (the
-grader's fence can drop to an unprivileged user, as on Docker); run by another user, only that one (root inside).
+harness.sandbox.overlay). Every command joins those namespaces from the host (bwrap.enter: the host's
+interpreter joins them and cuts root's powers before anything of the sandbox's runs), as root of the
+sandbox's user namespace: a capability there is worth nothing on the host. Run by root, uids 0-65535 map
+to the host's own (the grader's fence can drop to an unprivileged user, as on Docker); run by another user,
+only that one (root inside).
 
 Guarantees, as DockerSandbox's: a command's timeout stops it (`timeout -k 5` inside, a host backstop
 that ends the sandbox if an exec wedges anyway); output decoded without failing and capped; a dead sandbox
@@ -63,8 +65,6 @@ class BwrapSandbox(KeptLayers):
         self._cpus: str | None = None
         self._closed = self._ending = False  # _ending: a kill of ours ends it (not its own processes)
         self.gpus: tuple[Gpu, ...] = ()  # its own: their device nodes bound, CUDA shown only them
-        self._drop: list[str] = []  # what each command is started through inside (hardening.inside)
-        self.hardened = False  # whether its commands run with CAPS only (the image has setpriv)
 
     @classmethod
     def start(cls, rootfs: Rootfs, limits: SandboxLimits | None = None,
@@ -103,8 +103,9 @@ class BwrapSandbox(KeptLayers):
         argv = [*hardening.nofile(), bwrap_path(), "--unshare-user", "--userns-block-fd", str(block_r),
                 "--info-fd", str(info_w), "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try",
                 *self._mounts(),
-                "--proc", "/proc", "--dev", "/dev", *devices.own(self.directory), *devices.SHM,
-                *devices.gpus(self.gpus), *network, "--hostname", "optrunner", "--chdir", "/",
+                "--proc", "/proc", "--dev", "/dev", "--mqueue", "/dev/mqueue", *devices.own(self.directory),
+                *devices.SHM,
+                *devices.gpus(self.gpus, self.directory), *network, "--hostname", "optrunner", "--chdir", "/",
                 *hardening.cap_args(), "--", "sleep", "infinity"]
         log = open(self.directory / "bwrap.log", "wb")
         try:
@@ -129,10 +130,6 @@ class BwrapSandbox(KeptLayers):
             os.close(block_w)
         self._wait_running()
         self._sysctl()
-        self._drop, self.hardened = [], False  # what commands join through (bwrap.hardening), once probed
-        self.hardened = subprocess.run([*self._enter("/"), "sh", "-c", hardening.PROBE], capture_output=True,
-                                       timeout=60, env=self._env(None)).returncode == 0
-        self._drop = hardening.inside() if self.hardened else []
 
     def _mounts(self) -> list[str]:
         """bwrap's arguments for the file system: each overlay over its own writable layer, then the links
@@ -207,7 +204,10 @@ class BwrapSandbox(KeptLayers):
         return (lines[-1] if lines else "no output")[:300]
 
     def _alive(self) -> bool:
-        return self._init > 0 and registry.pidns_of(self._init) == self._pidns
+        """Whether the init runs. (An init that is exiting keeps its pid namespace's link until its last
+        process is reaped, but has already let go of its mount namespace: commands could no longer join.)"""
+        return (self._init > 0 and registry.pidns_of(self._init) == self._pidns
+                and os.path.exists(f"/proc/{self._init}/ns/mnt"))
 
     def _in_cgroup(self, argv: list[str]) -> list[str]:
         """`argv` started inside the sandbox's cgroup (before it runs anything), and on its CPUs."""
@@ -223,11 +223,7 @@ class BwrapSandbox(KeptLayers):
             raise SandboxError("sandbox is closed")
         if not self._alive():
             raise self._lost("the sandbox's init is gone (the sandbox stopped)")
-        # Run by another user, nsenter keeps that user's ids (root inside: the only ones mapped) rather than
-        # call setgroups, which an unprivileged user namespace denies.
-        keep = [] if os.getuid() == 0 else ["--preserve-credentials"]
-        return self._in_cgroup([*hardening.before(self.hardened), nsenter_path(), "-t", str(self._init), "-U",
-                                *keep, "-m", "-p", "-n", "-i", "-u", "-r", f"--wdns={cwd}", "--", *self._drop])
+        return self._in_cgroup(hardening.enter(self._init, cwd))
 
     def _env(self, env: Mapping[str, str] | None) -> dict[str, str]:
         return {"HOME": "/root", "HOSTNAME": "optrunner", **self.rootfs.env, **visible_env(self.gpus), **(env or {})}

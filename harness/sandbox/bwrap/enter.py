@@ -1,0 +1,158 @@
+"""Join a running bubblewrap sandbox and run a command there with root's powers cut, all from the host.
+
+Run by the host's own interpreter, isolated (`python -I -S enter.py PID CWD CAPS CREDS -- argv...`), as
+the way every command (the agent's and the harness's) enters a sandbox. It does what `nsenter` did, and
+what the sandbox's own `setpriv` did after it, without running any program of the sandbox's until the
+command itself:
+- open the init's namespaces and root first (a dead or dying init: exit GONE, one line on stderr);
+- join them (what the caller may join as itself first, then the user namespace and the rest), and
+  take the init's root and the working directory;
+- take every capability but CAPS out of the bounding set, set no_new_privs, and load a seccomp filter
+  refusing the kernel keyring (keyctl, add_key, request_key: not namespaced, so a key would outlive every
+  fenced process), as Docker's default profile does;
+- fork (a pid namespace holds only the children of who joined it), exec the command, and exit as it did.
+
+Why not the host's `setpriv` before nsenter: joining a user namespace resets the bounding set to full
+(the kernel's set_cred_user_ns), so a drop made before the join is lost; and a `setpriv` run after the
+join is the sandbox's file, which its root may have replaced. Standard library only: nothing on a path
+the sandbox could reach is imported.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import signal
+import struct
+import sys
+
+GONE = 252  # exit code: the sandbox's init (or one of its namespaces) is gone
+NAMESPACES = (("user", 0x10000000), ("ipc", 0x08000000), ("uts", 0x04000000), ("net", 0x40000000),
+              ("pid", 0x20000000), ("mnt", 0x00020000))
+PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 24, 22, 2
+EPERM = 1
+# The keyring's calls (add_key, request_key, keyctl) per audit architecture. An x86_64 machine also runs
+# i386 code (int 0x80) and the x32 ABI (numbers with bit 30 set): both are covered.
+AUDIT_ARCH = {"x86_64": 0xC000003E, "i386": 0x40000003, "aarch64": 0xC00000B7}
+KEYRING = {"x86_64": (248, 249, 250, 0x40000000 | 248, 0x40000000 | 249, 0x40000000 | 250),
+           "i386": (286, 287, 288), "aarch64": (217, 218, 219)}
+MACHINE_ARCHES = {"x86_64": ("x86_64", "i386"), "aarch64": ("aarch64",)}
+
+
+def seccomp_program(machine: str) -> bytes:
+    """A classic-BPF seccomp filter: ERRNO(EPERM) for the keyring's calls on every architecture this
+    machine runs, and for every call of an architecture it does not know; everything else allowed."""
+    ld_w_abs, jeq_k, ret_k = 0x20, 0x15, 0x06
+    allow, deny = 0x7FFF0000, 0x00050000 | EPERM
+
+    def insn(code: int, jt: int, jf: int, k: int) -> bytes:
+        return struct.pack("HBBI", code, jt, jf, k)
+
+    program = [insn(ld_w_abs, 0, 0, 4)]  # seccomp_data.arch
+    for arch in MACHINE_ARCHES.get(machine, ()):
+        numbers = KEYRING[arch]
+        block = [insn(ld_w_abs, 0, 0, 0)]  # seccomp_data.nr
+        for number in numbers:  # (each check followed by its own deny: no jump targets to count)
+            block += [insn(jeq_k, 0, 1, number), insn(ret_k, 0, 0, deny)]
+        block.append(insn(ret_k, 0, 0, allow))
+        program.append(insn(jeq_k, 0, len(block), AUDIT_ARCH[arch]))
+        program += block
+    program.append(insn(ret_k, 0, 0, deny))  # an architecture we do not know
+    return b"".join(program)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _harden(libc: ctypes.CDLL, keep: set[int]) -> None:
+    with open("/proc/sys/kernel/cap_last_cap") as fh:
+        last = int(fh.read())
+    for cap in range(last + 1):
+        if cap not in keep:
+            _check(libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), "dropping a capability")
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "setting no_new_privs")
+    program = seccomp_program(platform.machine())
+    buffer = ctypes.create_string_buffer(program, len(program))
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    fprog = SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "loading seccomp")
+
+
+def _exec(command: list[str]) -> int:
+    """execvp's search, written out: past the chroot no module of the standard library can be imported
+    (os.execvp imports one), so nothing here may need one."""
+    name, denied = command[0], False
+    folders = [""] if "/" in name else os.environ.get("PATH", "/usr/bin:/bin").split(":")
+    for folder in folders:
+        try:
+            os.execv(f"{folder or '.'}/{name}" if folder or "/" not in name else name, command)
+        except PermissionError:
+            denied = True
+        except OSError:
+            pass
+    sys.stderr.write(f"optrunner-enter: {name}: {'permission denied' if denied else 'command not found'}\n")
+    return 126 if denied else 127
+
+
+def main(argv: list[str]) -> int:
+    pid, cwd, caps, creds, sep, *command = argv
+    if sep != "--" or not command:
+        print("optrunner-enter: usage: enter.py PID CWD CAPS root|keep -- COMMAND...", file=sys.stderr)
+        return 2
+    libc = ctypes.CDLL(None, use_errno=True)
+    try:  # everything opened before anything is joined (as nsenter): a half-entered process runs nothing
+        fds = [(os.open(f"/proc/{pid}/ns/{name}", os.O_RDONLY | os.O_CLOEXEC), flag) for name, flag in NAMESPACES]
+        root = os.open(f"/proc/{pid}/root", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as err:
+        print(f"optrunner-enter: the sandbox's init is gone ({err.strerror})", file=sys.stderr)
+        return GONE
+    try:
+        # Two passes, as nsenter: what the caller may join as itself first (root: all but the user
+        # namespace, among them the host's own network when the sandbox shares it), then the user
+        # namespace and, through its powers, the rest.
+        joined: set[int] = set()
+        for last in (False, True):
+            for fd, flag in fds if last else fds[1:]:
+                if fd in joined:
+                    continue
+                if libc.setns(fd, flag) == 0:
+                    joined.add(fd)
+                elif last:
+                    _check(-1, "joining a namespace")
+        for fd, _ in fds:
+            os.close(fd)
+        os.fchdir(root)
+        os.chroot(".")
+        os.close(root)
+        if creds == "root":  # run by root: the sandbox's root exactly (as nsenter without --preserve-credentials)
+            os.setgroups([])
+            os.setgid(0)
+            os.setuid(0)
+        _harden(libc, {int(c) for c in caps.split(",") if c})
+    except OSError as err:
+        print(f"optrunner-enter: {err}", file=sys.stderr)
+        return 125
+    try:
+        os.chdir(cwd)
+    except OSError as err:
+        print(f"optrunner-enter: cannot change directory to {cwd}: {err.strerror}", file=sys.stderr)
+        return 126
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)  # (Python's own dispositions must not reach the command)
+    child = os.fork()
+    if child == 0:
+        os._exit(_exec(command))
+    _, status = os.waitpid(child, 0)
+    if os.WIFSIGNALED(status):  # die as it died, so the caller sees the same signal
+        os.kill(os.getpid(), os.WTERMSIG(status))
+    return os.waitstatus_to_exitcode(status) if not os.WIFSIGNALED(status) else 128 + os.WTERMSIG(status)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

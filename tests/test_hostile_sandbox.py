@@ -1,0 +1,87 @@
+"""What a hostile agent (or patch) does as root in a sandbox must not reach the harness's own commands or
+outlive the grader's fenced runs, on every provider this machine has (issue 45):
+- a shim for `setpriv` (the tool bwrap once cut root's powers with) and an /etc/profile.d hook: a harness
+  command still runs with the kept capabilities only, no_new_privs, no start-up file and none of its
+  exports;
+- a POSIX message queue and a kernel key made by one fenced run are gone for the next (neither is a file
+  the fence's walk of the file system would see unless /dev/mqueue is mounted; the keyring is not
+  namespaced at all, so its calls are refused).
+Each case failed on the bwrap provider before: the shim left every capability, /dev/mqueue was not
+mounted, and the keyring calls were allowed.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+
+from harness.grader import isolation
+from harness.sandbox.docker import containers
+from harness.sandbox.interface import Sandbox, SandboxLimits, harness_exec
+from harness.sandbox.providers import provider
+from tests.docker_support import client, providers_here, smoke_task, task_image
+from tests.test_hardening_sandbox import mask
+
+pytestmark = pytest.mark.docker  # the images come from Docker for both providers
+
+# A stand-in for every setpriv the sandbox has: it ignores its options and runs the command as it is.
+SHIM = "#!/bin/sh\nwhile [ \"${1#-}\" != \"$1\" ]; do shift; done\n[ \"$1\" = -- ] && shift\nexec \"$@\"\n"
+HOOK = "touch /tmp/profile-hook-ran\nexport PYTHONPATH=/tmp/evil\nexport OPTRUNNER_HOOKED=1\n"
+# Python in the sandbox reaching libc (the keyring's syscall numbers are the machine's own).
+KEYS = ("import ctypes, platform; libc = ctypes.CDLL(None, use_errno=True); "
+        "nr = {'x86_64': (248, 249), 'aarch64': (217, 218)}[platform.machine()]; ")
+ADD_KEY = KEYS + ("r = libc.syscall(nr[0], b'user', b'optrunner-cache', b'answer', 6, -4); "
+                  "print('add_key', r, ctypes.get_errno())")
+FIND_KEY = KEYS + ("r = libc.syscall(nr[1], b'user', b'optrunner-cache', None, -4); "
+                   "print('request_key', r, ctypes.get_errno())")
+MQ = ("import ctypes, os, sys; libc = ctypes.CDLL(None, use_errno=True); "
+      "flags = os.O_RDWR | (os.O_CREAT if sys.argv[1] == 'make' else 0); "
+      "fd = libc.mq_open(b'/optrunner-cache', flags, ctypes.c_uint(0o600), None); "
+      "print('mq_open', fd, ctypes.get_errno())")
+
+
+@pytest.fixture(params=providers_here())
+def box(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
+    image = task_image(smoke_task())
+    if request.param == "bwrap":
+        from harness.sandbox.bwrap import rootfs
+        rootfs.export(client(), image)
+    sandbox = provider(request.param).start(image, SandboxLimits(memory="512m", pids=128))
+    try:
+        yield sandbox
+    finally:
+        sandbox.close()
+
+
+def test_a_setpriv_shim_and_a_profile_hook_do_not_reach_the_harnesss_commands(box: Sandbox) -> None:
+    box.write_files({"/usr/local/bin/setpriv": SHIM, "/etc/profile.d/zz-hook.sh": HOOK})
+    planted = box.exec("chmod 755 /usr/local/bin/setpriv && for f in $(which -a setpriv); do "
+                       "[ \"$f\" = /usr/local/bin/setpriv ] || cp /usr/local/bin/setpriv \"$f\"; done; "
+                       "echo $OPTRUNNER_HOOKED; rm /tmp/profile-hook-ran", timeout=30)
+    assert planted.exit_code == 0 and planted.output.strip() == "1", planted.output  # the agent's shell: hooked
+    done = harness_exec(box, "cat /proc/self/status; echo \"pythonpath=[$PYTHONPATH] hooked=[$OPTRUNNER_HOOKED]\"; "
+                        "test -e /tmp/profile-hook-ran && echo hook-ran", timeout=30, cwd="/")
+    fields = dict(re.findall(r"^(\w+):\s*(.*)$", done.output, re.MULTILINE))
+    kept = mask(containers.KEPT_CAPS)
+    for key in ("CapEff", "CapPrm", "CapBnd"):
+        assert int(fields[key], 16) == kept, f"{key}={fields[key]}, expected {kept:016x}"
+    assert fields["NoNewPrivs"] == "1"
+    assert "pythonpath=[] hooked=[]" in done.output and "hook-ran" not in done.output, done.output
+
+
+def _fenced(box: Sandbox, fence: isolation.Fence, command: str) -> str:
+    done = harness_exec(box, isolation.wrap(fence, command), timeout=120, cwd="/")
+    return isolation.parse(done.output)[0]
+
+
+def test_a_message_queue_or_a_key_made_by_one_fenced_run_is_gone_for_the_next(box: Sandbox) -> None:
+    fence = isolation.fence(box, ())
+    made = _fenced(box, fence, f"python3 -c \"{MQ}\" make; python3 -c \"{ADD_KEY}\"")
+    # the queue is made (it is the fence's wipe that must end it); the key is refused outright or made
+    assert re.search(r"^mq_open [0-9]+ ", made, re.MULTILINE), made
+    key = re.search(r"^add_key (-?\d+) (\d+)$", made, re.MULTILINE)
+    assert key and (int(key[1]) > 0 or int(key[2]) == 1), made  # (1: EPERM, the filter's answer)
+    found = _fenced(box, fence, f"python3 -c \"{MQ}\" find; python3 -c \"{FIND_KEY}\"")
+    assert re.search(r"^mq_open -1 2$", found, re.MULTILINE), found  # ENOENT: the queue went with the run
+    assert re.search(r"^request_key -1 ", found, re.MULTILINE), found
