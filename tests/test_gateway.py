@@ -519,6 +519,26 @@ def test_serves_sockets_it_is_given_tcp_and_unix() -> None:
         assert answer.startswith(b"HTTP/1.1 200") and b'"given"' in answer
 
 
+def test_a_socket_served_for_one_session_answers_that_token_only() -> None:
+    """A rollout's port inside its sandbox answers that rollout: another rollout's token, even a valid
+    one, gets 401 there (and is still answered on its own socket)."""
+    with Gateway() as gateway:
+        mine_token = gateway.open(lambda *_: trivial_reply(), model="mine")
+        other_token = gateway.open(lambda *_: trivial_reply(), model="other")
+        mine = socket.create_server(("127.0.0.1", 0))
+        shared = socket.create_server(("127.0.0.1", 0))
+        gateway.serve(mine, mine_token)
+        gateway.serve(shared)
+        url, shared_url = (f"http://127.0.0.1:{s.getsockname()[1]}" for s in (mine, shared))
+        assert [m.id for m in sdk(url, mine_token).models.list()] == ["mine"]
+        with pytest.raises(openai.AuthenticationError):
+            sdk(url, other_token).models.list()
+        status, _, _ = post(url, "/v1/chat/completions", {"model": "m", "messages": []},
+                            headers={"Authorization": f"Bearer {other_token}\u00e9"})
+        assert status == 401  # (a token that is not ASCII: refused, not a crash)
+        assert [m.id for m in sdk(shared_url, other_token).models.list()] == ["other"]
+
+
 def test_shutdown_ends_every_thread_and_closes_the_port() -> None:
     before = set(threading.enumerate())
     gateway = Gateway()

@@ -50,13 +50,15 @@ KILL_AGENT = "pkill -TERM -f {folder}/ ; sleep 2; pkill -KILL -f {folder}/ ; tru
 @dataclass(frozen=True)
 class InstalledConfig:
     agent: str = "mini_swe_agent"
-    port: int = 39217  # the gateway's port on the sandbox's loopback (the sandbox's own namespace)
+    # The gateway's port on the sandbox's loopback: 0 (the default) is a free one chosen per rollout, so a
+    # sandbox that shares a network namespace (bwrap with the network) never meets another's gateway.
+    port: int = 0
     args: str = ""  # more arguments for the agent's command line (shell words), e.g. a config of its own
 
     def __post_init__(self) -> None:
         agent_spec(self.agent)  # ValueError (one line) for an unknown agent
-        if not 0 < self.port < 65536:
-            raise ValueError(f"port must be in 1..65535, got {self.port}")
+        if not 0 <= self.port < 65536:
+            raise ValueError(f"port must be in 0..65535 (0: a free one per rollout), got {self.port}")
 
 
 _gateway: Gateway | None = None
@@ -150,8 +152,9 @@ class InstalledScaffold:
             if not isinstance(sandbox, Listenable):
                 raise SandboxError("this sandbox provider cannot open a port inside its sandboxes (Listenable)")
             listener = sandbox.listen(self.config.port)
-            gate.serve(listener)
-            episode = rec.run(lambda: self._agent(task, sandbox, rec, session, token, model),
+            gate.serve(listener, token)  # this rollout's session only
+            port = int(listener.getsockname()[1])
+            episode = rec.run(lambda: self._agent(task, sandbox, rec, session, token, model, port),
                               lambda: session.last, session.finish)
         finally:
             if listener is not None:
@@ -161,11 +164,11 @@ class InstalledScaffold:
         return episode
 
     def _agent(self, task: Task, sandbox: Sandbox, rec: Recorder, session: Session, token: str,
-               model: Model) -> None:
+               model: Model, port: int) -> None:
         folder = f"{INSTALL_ROOT}/{self.spec.name}"
         sandbox.exec(f"mkdir -p {AGENT_HOME}", timeout=30)
         sandbox.write_file(TASK_FILE, self.task_text(task, sandbox.workdir))
-        launch = Launch(base_url=f"http://127.0.0.1:{self.config.port}", token=token,
+        launch = Launch(base_url=f"http://127.0.0.1:{port}", token=token,
                         model=_served_name(model),
                         max_steps=rec.limits.max_steps, folder=folder,
                         extra=tuple(shlex.split(self.config.args)))

@@ -6,6 +6,7 @@ HTTP/1.1 with kept-alive connections, as the SDKs' connection pools expect. `ser
 """
 from __future__ import annotations
 
+import hmac
 import json
 import logging
 import socket
@@ -73,7 +74,9 @@ class Connection(BaseHTTPRequestHandler):
         if local is None and method != "POST":
             self._send_error(wire, 405, f"{path} takes POST")
             return
-        session = gateway.session(self._token())
+        token = self._token()
+        only = self.server.token
+        session = gateway.session(token) if only is None or hmac.compare_digest(token.encode(), only.encode()) else None
         if session is None:
             self._send_error(wire, 401, "invalid or missing gateway token")
             return

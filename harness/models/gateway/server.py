@@ -37,13 +37,14 @@ class _Server(HTTPServer):
     """Serves one given listening socket, a thread per connection. The threads are tracked (unlike
     ThreadingHTTPServer's daemon threads) so that shutdown can end kept-alive connections and wait."""
 
-    def __init__(self, sock: socket.socket, gateway: Gateway) -> None:
+    def __init__(self, sock: socket.socket, gateway: Gateway, token: str | None = None) -> None:
         self.address_family = sock.family
         super().__init__(sock.getsockname(), Connection, bind_and_activate=False)
         self.socket.close()  # the unbound socket the base class made; the given one serves instead
         self.socket = sock
         self.server_address = sock.getsockname()
         self.gateway = gateway
+        self.token = token  # the only session this socket answers (a rollout's own port), or any
         self._connections: dict[threading.Thread, socket.socket] = {}
         self._lock = threading.Lock()
 
@@ -90,12 +91,14 @@ class Gateway:
         self._lock = threading.Lock()
         self._stopped = False
 
-    def serve(self, sock: socket.socket) -> None:
-        """Serve HTTP on `sock`, already bound and listening; the gateway closes it at shutdown."""
+    def serve(self, sock: socket.socket, token: str | None = None) -> None:
+        """Serve HTTP on `sock`, already bound and listening; the gateway closes it at shutdown. With
+        `token`, that session only: any other token gets 401 there (a rollout's port inside its sandbox
+        answers that rollout, even for a token learnt elsewhere)."""
         with self._lock:
             if self._stopped:
                 raise RuntimeError("the gateway was shut down")
-            server = _Server(sock, self)
+            server = _Server(sock, self, token)
             thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                                       name="gateway-server", daemon=True)
             self._servers.append((server, thread))
