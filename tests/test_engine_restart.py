@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import requests.exceptions
 
+from harness.sandbox import live
 from harness.sandbox.docker import containers
 from harness.sandbox.docker.provider import DockerProvider
 from harness.sandbox.docker.sandbox import DockerSandbox
@@ -87,9 +88,9 @@ def test_a_container_whose_removal_failed_stays_tracked_for_the_exit_hook(monkey
     monkeypatch.setattr(type(box.container), "remove", engine_away)
     with pytest.raises(SandboxError):
         box.close()
-    assert box.container.id in containers._live  # not forgotten
+    assert f"docker:{box.container.id}" in live.tracked()  # not forgotten
     monkeypatch.setattr(type(box.container), "remove", real_remove)
-    containers._remove_live()  # what the exit hook runs
+    live.close_all()  # what the exit hook runs
     assert not client().containers.list(all=True, filters={"id": box.container.id})
 
 
@@ -99,5 +100,5 @@ def test_the_exit_hook_also_removes_untracked_containers_of_this_process() -> No
     # its owner label says it is ours.
     lost = client().containers.run(task_image(smoke_task()), ["sleep", "infinity"], detach=True,
                                    labels={containers.LABEL: "sandbox", containers.OWNER_LABEL: containers.owner_id()})
-    containers._remove_live()
+    live.close_all()
     assert not client().containers.list(all=True, filters={"id": lost.id})

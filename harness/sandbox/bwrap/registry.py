@@ -15,7 +15,6 @@ person's) cannot be told from that and counts as the sandbox's doing.
 """
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import shutil
@@ -23,13 +22,12 @@ import signal
 import socket
 import stat
 import subprocess
-import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
+from harness.sandbox import live
 from harness.sandbox.bwrap import cgroups
 from harness.sandbox.bwrap.outside import exited, pids_in
 
@@ -44,57 +42,23 @@ def owner_id() -> str:
 
 
 # ---------------------------------------------------------------- this process's live sandboxes
-_live: dict[str, Callable[[], None]] = {}  # state directory -> its close()
-_lock = threading.RLock()  # re-entrant: the signal handler may interrupt a holder
-_hooks = False
-
-
+# (harness.sandbox.live: one registry for every provider, closed at exit and on signals)
 def track(directory: Path, close: Callable[[], None]) -> None:
-    _install_hooks()
-    with _lock:
-        _live[str(directory)] = close
+    live.track("bwrap", str(directory), close, _sweep)
 
 
 def untrack(directory: Path) -> None:
-    with _lock:
-        _live.pop(str(directory), None)
+    live.untrack("bwrap", str(directory))
 
 
-def _close_live() -> None:
-    with _lock:
-        closers = list(_live.values())
-        _live.clear()
-    for close in closers:
-        try:
-            close()
-        except Exception:  # noqa: BLE001 - at exit nothing more can be done; cleanup finds what is left
-            pass
-    # Then every sandbox this process's record names: one whose close() another thread had begun (a worker
-    # closing its rollout's sandbox while the process exits) is no longer tracked, and only its record says
-    # whose it is (as Docker's labels do).
+def _sweep() -> None:
+    """Every sandbox this process's record names: one whose close() another thread had begun (a worker
+    closing its rollout's sandbox while the process exits) is no longer tracked, and only its record says
+    whose it is (as Docker's labels do)."""
     try:
         remove_sandboxes("mine")
     except OSError:
         pass
-
-
-def _on_signal(signum: int, _frame: object) -> None:
-    _close_live()
-    if signum == signal.SIGINT:
-        raise KeyboardInterrupt
-    sys.exit(128 + signum)
-
-
-def _install_hooks() -> None:
-    global _hooks
-    if _hooks:
-        return
-    _hooks = True
-    atexit.register(_close_live)
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            if signal.getsignal(sig) in (signal.SIG_DFL, signal.default_int_handler):
-                signal.signal(sig, _on_signal)
 
 
 # ---------------------------------------------------------------- ending one, by its record

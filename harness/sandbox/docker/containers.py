@@ -12,11 +12,8 @@ container's DISK_LABEL says why, and `engine_storage` tells anyone who asks).
 """
 from __future__ import annotations
 
-import atexit
 import os
-import signal
 import socket
-import sys
 import threading
 import weakref
 from collections.abc import Sequence
@@ -31,6 +28,7 @@ import requests.exceptions
 from docker.models.containers import Container
 
 from harness.sandbox import kept
+from harness.sandbox import live
 from harness.sandbox.interface import memory_bytes
 
 LABEL = "optrunner"  # every container and image we make carries this label
@@ -141,57 +139,29 @@ def create_container(client: docker.DockerClient, image: str, command: Sequence[
 
 
 # ---------------------------------------------------------------- this process's live containers
-_live: dict[str, Container] = {}
-_live_lock = threading.RLock()  # re-entrant: the signal handler may interrupt a holder
-_hooks_installed = False
-
-
+# (harness.sandbox.live: one registry for every provider, closed at exit and on signals)
 def track(container: Container) -> None:
-    _install_hooks()
-    with _live_lock:
-        _live[container.id] = container
+    live.track("docker", container.id, lambda: _remove(container), _sweep)
 
 
 def untrack(container: Container) -> None:
-    with _live_lock:
-        _live.pop(container.id, None)
+    live.untrack("docker", container.id)
 
 
-def _remove_live() -> None:
-    with _live_lock:
-        containers = list(_live.values())
-        _live.clear()
-    for container in containers:
-        try:
-            container.remove(force=True)
-        except (docker.errors.DockerException, requests.exceptions.RequestException):
-            pass  # already gone, or the engine is unreachable (nothing more can be done at exit)
-    # Then every container carrying this process's owner label: one the engine created while its answer was
-    # lost (a daemon restart mid-request) was never tracked, and only its label still says whose it is.
+def _remove(container: Container) -> None:
+    try:
+        container.remove(force=True)
+    except (docker.errors.DockerException, requests.exceptions.RequestException):
+        pass  # already gone, or the engine is unreachable (nothing more can be done at exit)
+
+
+def _sweep() -> None:
+    """Every container carrying this process's owner label: one the engine created while its answer was
+    lost (a daemon restart mid-request) was never tracked, and only its label still says whose it is."""
     try:
         remove_containers("mine")
     except (docker.errors.DockerException, requests.exceptions.RequestException):
         pass
-
-
-def _on_signal(signum: int, _frame: object) -> None:
-    _remove_live()
-    # Then behave as the default would: Ctrl-C raises, SIGTERM exits with the conventional code.
-    if signum == signal.SIGINT:
-        raise KeyboardInterrupt
-    sys.exit(128 + signum)
-
-
-def _install_hooks() -> None:
-    global _hooks_installed
-    if _hooks_installed:
-        return
-    _hooks_installed = True
-    atexit.register(_remove_live)
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            if signal.getsignal(sig) in (signal.SIG_DFL, signal.default_int_handler):
-                signal.signal(sig, _on_signal)
 
 
 # ---------------------------------------------------------------- cleanup
