@@ -7,7 +7,7 @@ TASKS  ?= suite
 
 GSOBENCH := $(VENV)/gsobench
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-.PHONY: venv docker images gsobench browser hostpython cputorch gpu-wheels test unit lint typecheck docs wheel-check demo bench latex cleanup
+.PHONY: venv docker images gsobench browser hostpython uplink cputorch gpu-wheels test unit lint typecheck docs wheel-check demo bench latex cleanup
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
@@ -42,6 +42,12 @@ hostpython:
 	@/usr/bin/python3 -c 'import numpy' 2>/dev/null || { $(SUDO) apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-numpy >/dev/null; }
 
+# The user-mode uplink of a bwrap sandbox given the network (harness/sandbox/bwrap/uplink.py): Debian's
+# slirp4netns. Without it such a sandbox has no network, and says so.
+uplink:
+	@command -v slirp4netns >/dev/null || { $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slirp4netns >/dev/null; }
+
 # torch's CPU build for the GPU timing helper's CPU tests (tests/test_gpukit.py): the wheel this kind of
 # machine keeps in /opt/wheels (a plain `pip install torch` would fetch a CUDA build of gigabytes); elsewhere
 # those tests skip.
@@ -50,12 +56,12 @@ cputorch: venv
 	  $(PY) -m pip install -q /opt/wheels/torch-*+cpu-*.whl; } || echo "no CPU torch here: tests/test_gpukit.py skips"
 
 # (the `slow` variants, longer forms of tests it runs, are `make bench`'s: CI stays under 45 minutes)
-test: images gsobench browser hostpython cputorch
+test: images gsobench browser hostpython uplink cputorch
 	$(PY) -m pytest -q -m "not slow"
 
 # The tests that need no Docker engine (under a minute): config refusals, metrics, parsers, the CLI; spread
 # over the CPUs (they share no state but their own temporary folders).
-unit: venv gsobench browser hostpython cputorch
+unit: venv gsobench browser hostpython uplink cputorch
 	$(PY) -m pytest -q -m "not docker" -n auto
 
 # A folder of wheels for tools/gpu_check.sh on a GPU machine without a package index, made here for its

@@ -5,7 +5,7 @@ The suite runs as root on CI, so this test makes a user of its own and runs a sa
 the system's python3, the provider's code and the bundled `bwrap` copied where that user can read them.
 Only the user is mapped (root inside); the host's system stays read-only inside (an unprivileged overlay
 cannot copy up files of users it does not map), the sandbox's own folders are writable, the network is
-cut, and closing it leaves nothing.
+cut (given the network, its own namespace has an uplink), and closing it leaves nothing.
 """
 from __future__ import annotations
 
@@ -38,6 +38,12 @@ try:
     out["changed"] = box.changed_paths()
 finally:
     box.close()
+from harness.sandbox.interface import SandboxLimits
+net = BwrapSandbox.start(host_rootfs("t", (layer,), {}), SandboxLimits(network=True))
+try:  # its own network namespace, given an uplink (slirp4netns joins the user's namespaces)
+    out["route"] = [line.split()[1] for line in net.exec("cat /proc/net/route").output.splitlines()[1:]]
+finally:
+    net.close()
 out["left"] = os.path.exists(out["directory"])
 print(json.dumps(out))
 '''
@@ -93,6 +99,9 @@ def _run_as_a_user(tmp_path: Path) -> None:
     assert out["uid"] == user.pw_uid and out["inside"] == ["0", "hello"]
     assert out["usr"] != 0 and not Path("/usr/bin/optrunner-x").exists()
     assert out["network"] != 0
+    if shutil.which("slirp4netns"):
+        assert "00000000" in out["route"], out["route"]  # a default route, through the uplink
+    assert subprocess.run(["pgrep", "-u", USER, "-x", "slirp4netns"], capture_output=True).returncode == 1
     assert out["changed"] == ["/testbed/a.txt"]
     assert out["left"] is False
     assert list((tmp_path / "home" / ".cache" / "optrunner" / "bwrap").glob("*sbx-*")) == []

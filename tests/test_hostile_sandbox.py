@@ -5,13 +5,17 @@ outlive the grader's fenced runs, on every provider this machine has (issue 45):
   exports;
 - a POSIX message queue and a kernel key made by one fenced run are gone for the next (neither is a file
   the fence's walk of the file system would see unless /dev/mqueue is mounted; the keyring is not
-  namespaced at all, so its calls are refused).
+  namespaced at all, so its calls are refused);
+- a service on the host's loopback is out of reach, with the network and without it (a sandbox given the
+  network reaches the host's other addresses, as anything outside).
 Each case failed on the bwrap provider before: the shim left every capability, /dev/mqueue was not
-mounted, and the keyring calls were allowed.
+mounted, the keyring calls were allowed, and a sandbox given the network shared the host's.
 """
 from __future__ import annotations
 
 import re
+import socket
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -20,7 +24,7 @@ from harness.grader import isolation
 from harness.sandbox.docker import containers
 from harness.sandbox.interface import Sandbox, SandboxLimits, harness_exec
 from harness.sandbox.providers import provider
-from tests.docker_support import client, providers_here, smoke_task, task_image
+from tests.docker_support import providers_here, smoke_task, task_image
 from tests.test_hardening_sandbox import mask
 
 pytestmark = pytest.mark.docker  # the images come from Docker for both providers
@@ -41,13 +45,26 @@ MQ = ("import ctypes, os, sys; libc = ctypes.CDLL(None, use_errno=True); "
       "print('mq_open', fd, ctypes.get_errno())")
 
 
+CONNECT = ("import socket, sys\n"
+           "for host in sys.argv[2:]:\n"
+           "    s = socket.socket(); s.settimeout(5)\n"
+           "    try:\n"
+           "        s.connect((host, int(sys.argv[1]))); print(host, 'reached', s.recv(16).decode())\n"
+           "    except OSError as e:\n"
+           "        print(host, 'unreachable', e)\n")
+
+
+def start(name: str, network: bool = False) -> Sandbox:
+    image = task_image(smoke_task())
+    if name == "bwrap":
+        from harness.sandbox.bwrap import rootfs
+        rootfs.export(provider("docker"), image)
+    return provider(name).start(image, SandboxLimits(memory="512m", pids=128, network=network))
+
+
 @pytest.fixture(params=providers_here())
 def box(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
-    image = task_image(smoke_task())
-    if request.param == "bwrap":
-        from harness.sandbox.bwrap import rootfs
-        rootfs.export(client(), image)
-    sandbox = provider(request.param).start(image, SandboxLimits(memory="512m", pids=128))
+    sandbox = start(request.param)
     try:
         yield sandbox
     finally:
@@ -85,3 +102,51 @@ def test_a_message_queue_or_a_key_made_by_one_fenced_run_is_gone_for_the_next(bo
     found = _fenced(box, fence, f"python3 -c \"{MQ}\" find; python3 -c \"{FIND_KEY}\"")
     assert re.search(r"^mq_open -1 2$", found, re.MULTILINE), found  # ENOENT: the queue went with the run
     assert re.search(r"^request_key -1 ", found, re.MULTILINE), found
+
+
+def _outward_address() -> str | None:
+    """The host's address on its default route (no packet is sent), or None without one."""
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(("203.0.113.1", 9))
+        return str(probe.getsockname()[0])
+    except OSError:
+        return None
+    finally:
+        probe.close()
+
+
+@pytest.mark.parametrize("network", [False, True])
+@pytest.mark.parametrize("name", providers_here())
+def test_the_hosts_loopback_is_out_of_reach_with_and_without_the_network(name: str, network: bool) -> None:
+    """A host service on every address answers "host" to whoever connects: from inside, 127.0.0.1 is the
+    sandbox's own loopback (and 10.0.2.2, bwrap's gateway, is never mapped to the host's); the host's
+    outward address is reached exactly when the sandbox has the network."""
+    server = socket.create_server(("0.0.0.0", 0))
+    port = server.getsockname()[1]
+    stop = threading.Event()
+
+    def answer() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            conn.sendall(b"host")
+            conn.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    outward = _outward_address()
+    box = start(name, network)
+    try:
+        box.write_file("/tmp/connect.py", CONNECT)
+        done = box.exec(f"python3 /tmp/connect.py {port} 127.0.0.1 10.0.2.2 {outward or ''}", timeout=60)
+    finally:
+        box.close()
+        stop.set()
+        server.close()
+    lines = dict(line.split(" ", 1) for line in done.output.strip().splitlines())
+    assert lines["127.0.0.1"].startswith("unreachable") and lines["10.0.2.2"].startswith("unreachable"), done.output
+    if outward:
+        assert lines[outward].startswith("reached host" if network else "unreachable"), done.output

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.sandbox import live
-from harness.sandbox.bwrap import cgroups
+from harness.sandbox.bwrap import cgroups, uplink
 from harness.sandbox.bwrap.outside import exited, pids_in
 
 STATE = Path(os.environ.get("OPTRUNNER_BWRAP_STATE", Path.home() / ".cache" / "optrunner" / "bwrap"))
@@ -122,6 +122,13 @@ def remove_tree(directory: Path) -> None:
     shutil.rmtree(directory, onerror=writable_then_retry)
 
 
+def note(directory: Path, **fields: object) -> None:
+    """Add `fields` to a sandbox's record (what a later cleanup needs to end it)."""
+    record = json.loads((directory / META).read_text())
+    record.update(fields)
+    (directory / META).write_text(json.dumps(record))
+
+
 def read_meta(directory: Path) -> dict[str, Any]:
     try:
         return json.loads((directory / META).read_text())
@@ -156,6 +163,7 @@ def remove_sandboxes(scope: Scope = "orphans", labels: dict[str, str] | None = N
         except OSError:
             pass  # (half-made, or going already)
         kill_init(int(meta.get("init") or 0), int(meta.get("pidns") or 0))
+        uplink.stop(int(meta.get("uplink") or 0))
         remove_tree(directory)
         removed += 1
     return removed

@@ -31,7 +31,7 @@ from typing import Any
 from harness.gpus import Gpu, visible_env
 from harness.sandbox.archive import tar_of
 from harness.sandbox import netns, overlay
-from harness.sandbox.bwrap import cgroups, devices, hardening, outside, registry
+from harness.sandbox.bwrap import cgroups, devices, hardening, outside, registry, uplink
 from harness.sandbox.bwrap.binary import bwrap_path, nsenter_path, usable
 from harness.sandbox.bwrap.checkpoints import KeptLayers
 from harness.sandbox.bwrap.rootfs import Rootfs
@@ -61,6 +61,7 @@ class BwrapSandbox(KeptLayers):
         self.upper, self.work = directory / "upper", directory / "work"
         self._init = self._pidns = 0  # host pid of the sandbox's init (pid 1 inside), its pid namespace
         self._keeper: subprocess.Popen[bytes] | None = None
+        self._uplink: uplink.Uplink | None = None  # for a sandbox given the network
         self._cgroup: Path | None = None
         self._cpus: str | None = None
         self._closed = self._ending = False  # _ending: a kill of ours ends it (not its own processes)
@@ -98,14 +99,12 @@ class BwrapSandbox(KeptLayers):
         self._ending = False
         info_r, info_w = os.pipe()
         block_r, block_w = os.pipe()
-        network = ["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"] if self.limits.network \
-            else ["--unshare-net"]
         argv = [*hardening.nofile(), bwrap_path(), "--unshare-user", "--userns-block-fd", str(block_r),
                 "--info-fd", str(info_w), "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try",
                 *self._mounts(),
                 "--proc", "/proc", "--dev", "/dev", "--mqueue", "/dev/mqueue", *devices.own(self.directory),
-                *devices.SHM,
-                *devices.gpus(self.gpus, self.directory), *network, "--hostname", "optrunner", "--chdir", "/",
+                *devices.SHM, *devices.gpus(self.gpus, self.directory),
+                *uplink.namespace(self.directory, self.limits.network), "--hostname", "optrunner", "--chdir", "/",
                 *hardening.cap_args(), "--", "sleep", "infinity"]
         log = open(self.directory / "bwrap.log", "wb")
         try:
@@ -120,9 +119,7 @@ class BwrapSandbox(KeptLayers):
             self._init = int(info["child-pid"])
             self._pidns = registry.pidns_of(self._init) or 0
             # recorded at once: a runner killed from here on leaves a sandbox its cleanup can end
-            record = json.loads((self.directory / registry.META).read_text())
-            record.update(init=self._init, pidns=self._pidns)
-            (self.directory / registry.META).write_text(json.dumps(record))
+            registry.note(self.directory, init=self._init, pidns=self._pidns)
             self._map_ids(self._init)
             os.write(block_w, b"1")
         finally:
@@ -130,6 +127,10 @@ class BwrapSandbox(KeptLayers):
             os.close(block_w)
         self._wait_running()
         self._sysctl()
+        if self.limits.network:
+            self._uplink = uplink.start(self._init, self.directory)
+            if self._uplink is not None:  # (recorded: a cleanup of this sandbox ends it too)
+                registry.note(self.directory, uplink=self._uplink.pid)
 
     def _mounts(self) -> list[str]:
         """bwrap's arguments for the file system: each overlay over its own writable layer, then the links
@@ -367,6 +368,9 @@ class BwrapSandbox(KeptLayers):
     def _kill(self) -> None:
         self._ending = True
         registry.kill_init(self._init, self._pidns)
+        if self._uplink is not None:
+            self._uplink.stop()
+            self._uplink = None
         if self._keeper is not None:
             try:
                 self._keeper.wait(10)
