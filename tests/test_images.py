@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from harness.sandbox.interface import ImageBuildError
-from harness.sandbox.docker.images import base_commit_of, ensure_task_image, task_image_tag
+from harness.sandbox.docker.images import base_commit_of, ensure_task_image
+from harness.sandbox.taskimage.contents import task_image_tag
 from harness.tasks.folder import load_task
 from tests.conftest import write_task
 from tests.docker_support import base_tag, client

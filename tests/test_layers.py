@@ -6,6 +6,9 @@
 - docker-py only inside the Docker provider (harness/sandbox/docker/), litellm only in the model layer;
 - a sandbox provider is named by the run's setting, never in code: outside harness/sandbox/ nothing calls
   `provider("docker")` or compares a value with a provider's name (`if name == "bwrap"`);
+- the providers share one contract and no code: a provider's package imports nothing of another's (what
+  both need is in harness.sandbox.taskimage, which imports none), and outside harness/sandbox/ nothing
+  imports a provider's own modules (tests may);
 - the engine bootstrap runs on the bare system Python: it and the package files on its path import
   only the standard library.
 """
@@ -186,3 +189,57 @@ def test_only_the_sandbox_layer_names_a_provider() -> None:
     found = [f"{module} {hit}" for module, path in modules().items() if not module.startswith("harness.sandbox")
              for hit in _provider_names_in_code(path.read_text())]
     assert found == []
+
+
+def provider_packages() -> list[str]:
+    """Each registered provider's own package (harness.sandbox.docker, harness.sandbox.bwrap)."""
+    return sorted({where.partition(":")[0].rpartition(".")[0] for where in PROVIDERS.values()})
+
+
+def _inside(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _provider_crossings(graph: dict[str, set[str]]) -> list[str]:
+    """Imports of a provider's package from another provider's, or from the shared task image recipe."""
+    out = []
+    for module, names in graph.items():
+        mine = [p for p in provider_packages() if _inside(module, p)]
+        if not mine and not _inside(module, "harness.sandbox.taskimage"):
+            continue
+        out += [f"{module} imports {name}" for name in sorted(names)
+                for other in provider_packages() if other not in mine and _inside(name, other)]
+    return sorted(out)
+
+
+def _provider_internals_outside(graph: dict[str, set[str]]) -> list[str]:
+    """Imports of a provider's own modules from outside harness/sandbox/ (callers go through the registry)."""
+    return sorted(f"{module} imports {name}" for module, names in graph.items()
+                  if not _inside(module, "harness.sandbox")
+                  for name in names if any(_inside(name, p) for p in provider_packages()))
+
+
+def test_the_provider_import_checks_see_what_they_forbid() -> None:
+    assert provider_packages() == ["harness.sandbox.bwrap", "harness.sandbox.docker"]
+    graph = {"harness.sandbox.bwrap.hostfs": {"harness.sandbox.docker.images", "harness.sandbox.taskimage"},
+             "harness.sandbox.docker.layers": {"harness.sandbox.bwrap"},
+             "harness.sandbox.taskimage.contents": {"harness.sandbox.docker.images"},
+             "harness.sandbox.bwrap.provider": {"harness.sandbox.providers", "harness.sandbox.bwrap.rootfs"},
+             "runner.run": {"harness.sandbox.bwrap.rootfs", "harness.sandbox.providers"},
+             "scaffolds.installed": {"harness.sandbox.docker"}}
+    assert _provider_crossings(graph) == [
+        "harness.sandbox.bwrap.hostfs imports harness.sandbox.docker.images",
+        "harness.sandbox.docker.layers imports harness.sandbox.bwrap",
+        "harness.sandbox.taskimage.contents imports harness.sandbox.docker.images"]
+    assert _provider_internals_outside(graph) == ["runner.run imports harness.sandbox.bwrap.rootfs",
+                                                  "scaffolds.installed imports harness.sandbox.docker"]
+
+
+def test_a_provider_imports_nothing_of_another() -> None:
+    # bwrap reaches Docker's images through the registry and the provider contract (provider("docker"))
+    assert _provider_crossings(imports()) == []
+
+
+def test_outside_the_sandbox_layer_nothing_imports_a_provider() -> None:
+    # runner/, scaffolds/ and the rest of harness/ see the interface and the registry, never a provider's modules
+    assert _provider_internals_outside(imports()) == []

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.sandbox.bwrap.rootfs import DEFAULT_PATH
-from harness.sandbox.bwrap.recipe import Refused, instructions, read, substitute, system_packages
+from harness.sandbox.bwrap.recipe import Refused, read, system_packages
+from harness.sandbox.taskimage.contents import DEFAULT_PATH
+from harness.sandbox.taskimage.dockerfile import substitute
 
 
 def _context(tmp_path: Path, dockerfile: str, files: dict[str, str] | None = None) -> Path:
@@ -28,11 +29,6 @@ def _members(archive: bytes) -> dict[str, bytes | None]:
 
 def none_missing(packages: list[str]) -> list[str]:
     return []
-
-
-def test_continuations_and_comments_are_joined_as_docker_reads_them() -> None:
-    text = "# a comment\nFROM x\nRUN a \\\n  # inside\n  && b\n\nENV A=1\n"
-    assert [(k, r) for k, r, _ in instructions(text)] == [("FROM", "x"), ("RUN", "a && b"), ("ENV", "A=1")]
 
 
 def test_variables_are_substituted_with_defaults() -> None:

@@ -44,7 +44,7 @@ def image_for(name: str) -> str:
     image = task_image(smoke_task())
     if name == "bwrap":  # the exported directory of the same image (once per image id)
         from harness.sandbox.bwrap import rootfs
-        rootfs.export(client(), image)
+        rootfs.export(provider("docker"), image)
     return image
 
 
@@ -400,7 +400,7 @@ def test_each_scaffold_runs_the_oracle_to_the_expert_patch(name: str, scaffold: 
     image = task_image(tiny)
     if name == "bwrap":
         from harness.sandbox.bwrap import rootfs
-        rootfs.export(client(), image)
+        rootfs.export(provider("docker"), image)
     options = {"max_duration_s": 0.3} if scaffold == "terminus" else {}
     with provider(name).start(image, SandboxLimits()) as sandbox:
         episode = make_scaffold(scaffold, options).run(tiny, sandbox, bound_model("scripted/oracle", tiny),

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.__main__ import main as harness_main
-from harness.sandbox.docker.history import repository
+from harness.sandbox.taskimage.history import repository
 from harness.sandbox.interface import ImageBuildError
 from harness.tasks import TaskError, select_tasks
 from harness.tasks.folder import load_task

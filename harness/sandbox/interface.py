@@ -110,6 +110,14 @@ class TaskImages:
     base: str = ""
 
 
+@dataclass(frozen=True)
+class ImageConfig:
+    """What an image says beside its files: what its sandboxes start with (a provider's `export_files`)."""
+    env: dict[str, str] = field(default_factory=dict)  # its ENV
+    workdir: str = "/"
+    labels: dict[str, str] = field(default_factory=dict)
+
+
 def memory_bytes(size: str) -> int | None:
     """Docker's memory size ("512m", "4g", "1.5G", "4gb", a plain number of bytes) in bytes; None if it is not one."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([bkmgt]?)b?\s*", str(size).lower())

@@ -15,10 +15,11 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 import threading
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import IO, TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from harness.gpus import Gpu
-from harness.sandbox.interface import Sandbox, SandboxLimits, TaskImages
+from harness.sandbox import live
+from harness.sandbox.interface import ImageConfig, Sandbox, SandboxLimits, TaskImages
 
 if TYPE_CHECKING:
     from harness.tasks.task import Task
@@ -86,6 +87,13 @@ class SandboxProvider(Protocol):
 
     def import_image(self, data: bytes) -> None: ...
 
+    # Running one provider's images in another's sandboxes (bwrap runs the images Docker builds).
+    def export_files(self, name: str, out: IO[bytes]) -> ImageConfig:
+        """Every file of image `name` as one tar archive (its layers flattened, as a sandbox from it sees
+        them) written to `out` as it is read, since an image may be gigabytes; and what the image says
+        beside its files. SandboxError (one line) when the image is absent or cannot be exported."""
+        ...
+
     # Rollout checkpoints (runner.checkpoints): kept sandboxes, rebuilt elsewhere, removed when nothing needs them.
     def import_checkpoint(self, name: str, base: str, archives: Sequence[bytes],
                           labels: dict[str, str] | None = None) -> None:
@@ -132,8 +140,10 @@ def provider(name: str = DEFAULT_PROVIDER) -> SandboxProvider:
 
 def remove_mine() -> None:
     """Every sandbox this process started, of every provider it used, removed (a second Ctrl-C's cleanup:
-    harness.signals). Docker's always (sandboxes started without a provider object carry its labels too);
-    a provider that fails is skipped: the process is exiting, and `harness cleanup` removes what is left."""
+    harness.signals): the live registry's (harness.sandbox.live), then Docker's sweep by label (sandboxes
+    started without a provider object carry its labels too). Nothing raises: the process is exiting, and
+    `harness cleanup` removes what is left."""
+    live.close_all()
     for name in sorted({"docker", *_made}):
         try:
             provider(name).cleanup("mine")

@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.provider == "bwrap":  # the same images, exported as root file systems
         from harness.sandbox.bwrap import rootfs
         for task in tasks:
-            rootfs.export(docker_client(), images[task.id].agent)
+            rootfs.export(provider("docker"), images[task.id].agent)
     sandboxes = provider(args.provider)
     rows: dict[str, Any] = {}
     for latency in (0.0, args.latency):

@@ -32,6 +32,10 @@ from harness.sandbox.bwrap.rootfs import ROOTFS, empty_layer, host_rootfs, layer
 from harness.sandbox.interface import (BASE_COMMIT_LABEL, GIT_DIR_LABEL, PINS_LABEL, WORKDIR_LABEL, ImageBuildError,
                                        SandboxLimits, TaskImages)
 from harness.sandbox.providers import Progress
+from harness.sandbox.taskimage.contents import (ADAPTED, CUT_HISTORY, DEFAULT_PATH, GIT_ENV, IMAGE_ENV, VENV_FOUND,
+                                                VENV_PROFILE, repo_tar, task_image_tag, venv_env)
+from harness.sandbox.taskimage.history import repository_tar
+from harness.sandbox.taskimage.workspace import GIT_DIR, PINS, SNAPSHOT, parse_pins, pins_command
 
 if TYPE_CHECKING:
     from harness.sandbox.bwrap.sandbox import BwrapSandbox
@@ -69,8 +73,6 @@ def refusal(task: "Task") -> str | None:
 
 def ensure_layers(task: "Task", progress: Progress = print) -> TaskImages:
     """`task`'s layers over this host (built when not cached), named as the Docker provider's images are."""
-    from harness.sandbox.docker.images import repo_tar, task_image_tag
-
     if task.environment is not None:  # (its recipe's refusals come from reading it, in _harbor)
         return _harbor(task, progress)
     why = refusal(task)
@@ -82,7 +84,7 @@ def ensure_layers(task: "Task", progress: Progress = print) -> TaskImages:
                          lambda box: _from_history(task, box, progress), progress)
         if not (task.opt_commit or task.agent_hides):
             return TaskImages(agent=grading, grading=grading)
-        cut = _layer(task, "cut", _cut_script(), grading, f"[{task.id}] history after the base commit cut",
+        cut = _layer(task, "cut", CUT_HISTORY, grading, f"[{task.id}] history after the base commit cut",
                      lambda box: _cut(task, box), progress)
         agent = _layer(task, "agent", "\n".join(task.agent_hides), cut, f"[{task.id}] agent layer",
                        lambda box: _agent(task, box), progress)
@@ -109,7 +111,7 @@ def _layer(task: "Task", kind: str, inputs: str, parent: str | None, say: str, b
         empty_layer(work)
         under = rootfs.lookup(parent) if parent else None
         layers = (work, *(layer_chain(parent_ident) if parent else ()))  # (work: empty until the build is done)
-        base_env = under.env if under else {"PATH": rootfs.DEFAULT_PATH}
+        base_env = under.env if under else {"PATH": DEFAULT_PATH}
         base = host_rootfs(name, layers, {"env": base_env, "workdir": under.workdir if under else "/",
                                           "labels": under.labels if under else {}})
         box = BwrapSandbox.start(base, SandboxLimits(network=True, memory="64g", pids=8192))
@@ -151,20 +153,16 @@ def _commands(task: "Task", box: "BwrapSandbox", progress: Progress) -> None:
 
 
 def _image_env(box: "BwrapSandbox", task: "Task") -> dict[str, str]:
-    """What a task image's shells get (images.IMAGE_ENV), with the task's venv first when it has one."""
-    from harness.sandbox.docker.images import IMAGE_ENV, VENV_FOUND, VENV_PROFILE, venv_env
-
-    env = {"PATH": rootfs.DEFAULT_PATH, **IMAGE_ENV}
+    """What a task image's shells get (IMAGE_ENV), with the task's venv first when it has one."""
+    env = {"PATH": DEFAULT_PATH, **IMAGE_ENV}
     if "optrunner-venv" in _run(task, box, VENV_FOUND, "venv activation", cwd="/"):
         _run(task, box, VENV_PROFILE, "venv activation", cwd="/")
-        env.update(venv_env(rootfs.DEFAULT_PATH))
+        env.update(venv_env(DEFAULT_PATH))
     return env
 
 
 def _from_folder(task: "Task", box: "BwrapSandbox", repository: bytes,
                  progress: Progress) -> tuple[dict[str, str], dict[str, str], str]:
-    from harness.sandbox.docker.images import GIT_ENV
-
     box.unpack(repository, "/testbed")
     head = _run(task, box, "git init -q && git add -A && git commit -q -m 'base commit' && git rev-parse HEAD",
                 "git init", env=GIT_ENV)
@@ -175,9 +173,6 @@ def _from_folder(task: "Task", box: "BwrapSandbox", repository: bytes,
 def _from_history(task: "Task", box: "BwrapSandbox",
                   progress: Progress) -> tuple[dict[str, str], dict[str, str], str]:
     """/testbed as a clone of the row's repository at the base commit, all history kept (GSO's layout)."""
-    from harness.sandbox.docker.history import repository_tar
-    from harness.sandbox.docker.images import GIT_ENV, IMAGE_ENV
-
     with tempfile.TemporaryFile() as archive:
         repository_tar(task, archive, "/.optrunner-mirror.git")
         archive.seek(0)
@@ -187,16 +182,11 @@ def _from_history(task: "Task", box: "BwrapSandbox",
                 "rm -rf /.optrunner-mirror.git && git rev-parse HEAD", "clone", cwd="/", env=GIT_ENV)
     _commands(task, box, progress)
     # (no venv on the path: as the Docker provider's grading image, the agent's layer activates it)
-    return {"PATH": rootfs.DEFAULT_PATH, **IMAGE_ENV}, {BASE_COMMIT_LABEL: head.strip().splitlines()[-1]}, "/testbed"
-
-
-def _cut_script() -> str:
-    from harness.sandbox.docker.agent_image import CUT_HISTORY
-    return CUT_HISTORY
+    return {"PATH": DEFAULT_PATH, **IMAGE_ENV}, {BASE_COMMIT_LABEL: head.strip().splitlines()[-1]}, "/testbed"
 
 
 def _cut(task: "Task", box: "BwrapSandbox") -> tuple[dict[str, str], dict[str, str], str]:
-    head = _run(task, box, _cut_script(), "history cut").strip().splitlines()[-1]
+    head = _run(task, box, CUT_HISTORY, "history cut").strip().splitlines()[-1]
     if task.opt_commit and box.exec(f"git cat-file -e {task.opt_commit}", timeout=60).exit_code == 0:
         raise ImageBuildError(f"task {task.id}: history cut: the expert's commit {task.opt_commit[:12]} is "
                               "still reachable")
@@ -212,10 +202,6 @@ def _agent(task: "Task", box: "BwrapSandbox") -> tuple[dict[str, str], dict[str,
 
 def _harbor(task: "Task", progress: Progress) -> TaskImages:
     """A Harbor task: its Dockerfile's steps over the host, then its working directory snapshotted."""
-    from harness.sandbox.docker.dockerfile import ADAPTED
-    from harness.sandbox.docker.images import GIT_ENV
-    from harness.sandbox.docker.workspace import GIT_DIR, PINS, SNAPSHOT, parse_pins, pins_command
-
     assert task.environment is not None
     try:
         steps = recipe.read(task.environment)
@@ -233,7 +219,7 @@ def _harbor(task: "Task", progress: Progress) -> TaskImages:
     def build(box: "BwrapSandbox") -> tuple[dict[str, str], dict[str, str], str]:
         for change in steps.adapted:
             progress(f"[{task.id}] over the host: {change}")
-        env = {"PATH": rootfs.DEFAULT_PATH, **steps.env}
+        env = {"PATH": DEFAULT_PATH, **steps.env}
         for step in steps.steps:
             progress(f"[{task.id}] {step.text[:100]}")
             if step.kind == "copy":

@@ -1,26 +1,36 @@
 """The bubblewrap sandbox provider: sandboxes for machines where Docker cannot run.
 
 Images: the Docker provider builds each task's images where an engine is reachable, and each is exported
-once to a directory (rootfs.py) that sandboxes start from; starting a sandbox needs no engine.
+once to a directory (rootfs.py) that sandboxes start from; starting a sandbox needs no engine. Docker is
+reached by name through the provider registry and the provider contract only (ensure_images, image_id,
+add_folder, export_files): nothing of harness/sandbox/docker/ is imported here.
 """
 from __future__ import annotations
 
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from harness.gpus import Gpu
 from harness.sandbox import diskcheck
 from harness.sandbox.bwrap import registry, rootfs
 from harness.sandbox.bwrap.binary import bwrap_path, usable
 from harness.sandbox.bwrap.sandbox import BwrapSandbox
-from harness.sandbox.interface import (DEFAULT_BASE_IMAGE, ImageBuildError, SandboxError, SandboxLimits,
-                                       SandboxUnavailable, TaskImages)
-from harness.sandbox.providers import CleanupScope, Progress, SandboxProvider
+from harness.sandbox.interface import (DEFAULT_BASE_IMAGE, ImageBuildError, ImageConfig, SandboxError,
+                                       SandboxLimits, SandboxUnavailable, TaskImages)
+from harness.sandbox.providers import CleanupScope, Progress, SandboxProvider, provider
 
 if TYPE_CHECKING:
     from harness.tasks.task import Task
+
+# The provider whose images sandbox.rootfs=image runs: it builds them, this one runs their files.
+IMAGES_FROM = "docker"
+
+
+def image_provider() -> SandboxProvider:
+    """The provider that builds the images bwrap's sandboxes run (sandbox.rootfs=image)."""
+    return provider(IMAGES_FROM)
 
 
 class BwrapProvider:
@@ -46,26 +56,23 @@ class BwrapProvider:
                 if why:
                     raise ImageBuildError(why)
             return {task.id: ensure_layers(task, progress) for task in tasks}
-        from harness.sandbox.docker.containers import docker_client
-        from harness.sandbox.docker.provider import DockerProvider
-
-        docker = DockerProvider()
+        builder = image_provider()
         try:
-            docker.ensure_ready()
+            builder.ensure_ready()
         except SandboxUnavailable as err:
-            raise SandboxUnavailable(f"the bwrap provider takes task images from Docker, which is not available "
-                                     f"here ({err}); without Docker, use sandbox.rootfs=host") from None
-        images = docker.ensure_images(tasks, base_image, progress, base_map)
+            raise SandboxUnavailable(f"the bwrap provider takes task images from {builder.name}, which is not "
+                                     f"available here ({err}); without it, use sandbox.rootfs=host") from None
+        images = builder.ensure_images(tasks, base_image, progress, base_map)
         names = sorted({name for found in images.values() for name in (found.agent, found.grading, found.base) if name})
         for name in names:
             try:
                 rootfs.lookup(name)
-                if rootfs.current(name, docker.image_id(name)):
+                if rootfs.current(name, builder.image_id(name)):
                     continue
             except SandboxError:
                 pass
             progress(f"bwrap: exporting {name} to a directory")
-            rootfs.export(docker_client(), name)
+            rootfs.export(builder, name)
         return images
 
     def start(self, image: str, limits: SandboxLimits | None = None, labels: dict[str, str] | None = None,
@@ -90,17 +97,15 @@ class BwrapProvider:
         """`image` with this machine's folder `source` at `dest` (installed agents): the Docker image one
         layer up, exported like the task images. Over the host's system (sandbox.rootfs=host) there is no
         image to add to yet: refused in one line."""
-        from harness.sandbox.docker.containers import docker_client
-        from harness.sandbox.docker.provider import DockerProvider
-
-        docker = DockerProvider()
-        if docker.image_id(image) is None:
-            raise SandboxUnavailable(f"{image} is not a Docker image: installed agents on bwrap run in task images "
-                                     "from Docker (sandbox.rootfs=image), not over the host's system yet")
-        tag = docker.add_folder(image, source, dest, kind, progress, then)
-        if not rootfs.current(tag, docker.image_id(tag)):
+        builder = image_provider()
+        if builder.image_id(image) is None:
+            raise SandboxUnavailable(f"{image} is not a {builder.name} image: installed agents on bwrap run in task "
+                                     f"images from {builder.name} (sandbox.rootfs=image), not over the host's "
+                                     "system yet")
+        tag = builder.add_folder(image, source, dest, kind, progress, then)
+        if not rootfs.current(tag, builder.image_id(tag)):
             progress(f"bwrap: exporting {tag} to a directory")
-            rootfs.export(docker_client(), tag)
+            rootfs.export(builder, tag)
         return tag
 
     # Moving root file systems between machines (runner.executors.ray): present here, or a tar of one.
@@ -116,6 +121,10 @@ class BwrapProvider:
 
     def import_image(self, data: bytes) -> None:
         rootfs.unpack(data)
+
+    def export_files(self, name: str, out: IO[bytes]) -> ImageConfig:
+        """An exported image's directory as one tar (a layer over the host or a checkpoint: SandboxError)."""
+        return rootfs.write_files(name, out)
 
     def remove_image(self, name: str) -> None:
         """A sandbox's kept files (a rollout's checkpoint) removed; an exported image is never removed here."""

@@ -1,5 +1,6 @@
 """A Harbor task's Dockerfile read as steps to run over the host's own system (`sandbox.rootfs=host`).
 
+The Dockerfile is read by the reader both providers share (harness.sandbox.taskimage.dockerfile).
 With no Docker, no image is pulled: the host's system takes the place of the `FROM` image, and the
 instructions that shape the task's files are applied in a build sandbox over it (hostfs.py): COPY and ADD
 of the build context, WORKDIR, ENV and ARG, RUN. What cannot be done that way is refused before anything
@@ -17,17 +18,18 @@ import re
 import shlex
 import subprocess
 import tarfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.sandbox.bwrap.rootfs import DEFAULT_PATH
+from harness.sandbox.taskimage import dockerfile
+from harness.sandbox.taskimage.contents import DEFAULT_PATH
+from harness.sandbox.taskimage.dockerfile import arg_pairs, from_parts, substitute
 
 IGNORED = {"CMD", "ENTRYPOINT", "EXPOSE", "LABEL", "VOLUME", "HEALTHCHECK", "STOPSIGNAL", "MAINTAINER", "ONBUILD"}
 # A shell command of a system package manager (with its arguments, up to the next ; & | or line end).
 _APT = re.compile(r"(?:\b[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*\b(apt-get|apt|aptitude)\s+([^;&|\n]*)")
 _OTHER_MANAGERS = re.compile(r"\b(apk|yum|dnf|microdnf|zypper|pacman)\s+(add|install|update|upgrade)\b")
-_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
 _ARCHIVE = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar.zst")
 
 
@@ -39,7 +41,7 @@ class Refused(Exception):
 class Step:
     """One thing the build sandbox does: `run` a shell command, or `copy` files (a tar unpacked at /)."""
     kind: str  # "run" | "copy"
-    text: str  # the instruction as written, for messages
+    text: str  # the instruction on one line, for messages
     workdir: str
     env: tuple[tuple[str, str], ...]
     command: str = ""  # run: the shell command
@@ -52,37 +54,6 @@ class Recipe:
     workdir: str = "/"
     env: dict[str, str] = field(default_factory=dict)  # the image's ENV
     adapted: list[str] = field(default_factory=list)  # what was changed to build it over the host
-
-
-def instructions(text: str) -> Iterator[tuple[str, str, str]]:
-    """(keyword, arguments, the line as written) of each instruction, continuations joined, comments out."""
-    pending: list[str] = []
-    for line in text.splitlines():
-        if not pending and (not line.strip() or line.lstrip().startswith("#")):
-            continue
-        if pending and line.lstrip().startswith("#"):  # a comment inside a continuation is dropped, as Docker does
-            continue
-        if line.rstrip().endswith("\\"):
-            pending.append(line.rstrip()[:-1])
-            continue
-        whole = " ".join(part.strip() for part in [*pending, line])
-        pending = []
-        keyword, _, args = whole.strip().partition(" ")
-        yield keyword.upper(), args.strip(), whole.strip()
-    if pending:
-        whole = " ".join(part.strip() for part in pending)
-        keyword, _, args = whole.partition(" ")
-        yield keyword.upper(), args.strip(), whole
-
-
-def substitute(text: str, values: dict[str, str]) -> str:
-    """Docker's `$NAME`, `${NAME}` and `${NAME:-default}` in an instruction's arguments."""
-    def one(match: re.Match[str]) -> str:
-        name = match.group(1) or match.group(3)
-        if name in values and values[name] != "":
-            return values[name]
-        return match.group(2) or ""
-    return _VAR.sub(one, text)
 
 
 def host_has(packages: list[str]) -> list[str]:
@@ -190,37 +161,42 @@ def _add(tar: tarfile.TarFile, path: Path, dest: str, mode: int | None) -> None:
 
 def read(context: Path, has: Callable[[list[str]], list[str]] = host_has) -> Recipe:
     """The steps of `context`/Dockerfile over the host; Refused (one line) when it cannot be built that way."""
-    text = (context / "Dockerfile").read_text()
     recipe = Recipe()
+    global_args: dict[str, str] = {}  # ARGs before FROM: a stage sees one only when it declares it again
     args: dict[str, str] = {}
     stages = 0
-    for keyword, rest, whole in instructions(text):
+    for instruction in dockerfile.read((context / "Dockerfile").read_text()):
+        keyword, rest, whole = instruction.keyword, instruction.arguments, instruction.line
         values = {"PATH": DEFAULT_PATH, **args, **recipe.env}  # ($PATH: the host's, where the base image's was)
+        if instruction.heredoc:
+            raise Refused(f"'{_short(whole)}': a heredoc, which sandbox.rootfs=host does not read")
         if keyword == "FROM":
             stages += 1
             if stages > 1:
                 raise Refused(f"'{_short(whole)}': a second build stage, which sandbox.rootfs=host cannot build; "
                               "use sandbox.rootfs=image")
-            image = [w for w in rest.split() if not w.startswith("--")][:1]
-            recipe.adapted.append(f"FROM {image[0] if image else rest} -> this host's system (sandbox.rootfs=host)")
+            image, _ = from_parts(rest)
+            recipe.adapted.append(f"FROM {image or rest} -> this host's system (sandbox.rootfs=host)")
         elif keyword == "ARG":
-            name, _, default = rest.partition("=")
-            args[name.strip()] = substitute(default.strip().strip('"'), values)
+            for name, default in arg_pairs(rest):
+                if stages == 0:
+                    global_args[name] = substitute(default or "", global_args)
+                elif default is not None:
+                    args[name] = substitute(default, values)
+                elif name in global_args:  # `ARG NAME` in the stage: the global default, as Docker gives it
+                    args[name] = global_args[name]
         elif keyword == "ENV":
             recipe.env.update(_env_pairs(rest, values))
         elif keyword == "WORKDIR":
             recipe.workdir = posixpath.normpath(posixpath.join(recipe.workdir, substitute(rest.strip('"'), values)))
             recipe.steps.append(Step("run", whole, "/", (), command=f"mkdir -p {shlex.quote(recipe.workdir)}"))
         elif keyword in ("COPY", "ADD"):
-            if "<<" in rest:
-                raise Refused(f"'{_short(whole)}': a heredoc, which sandbox.rootfs=host does not read")
             words = json.loads(rest) if rest.startswith("[") else shlex.split(substitute(rest, values))
             archive = _copy(words, whole, keyword, context, recipe.workdir)
             recipe.steps.append(Step("copy", whole, recipe.workdir, (), archive=archive))
         elif keyword == "RUN":
-            if rest.startswith("--") or "<<" in rest:
-                raise Refused(f"'{_short(whole)}': BuildKit options or a heredoc, which sandbox.rootfs=host "
-                              "does not run")
+            if rest.startswith("--"):
+                raise Refused(f"'{_short(whole)}': BuildKit options, which sandbox.rootfs=host does not run")
             command = shlex.join(json.loads(rest)) if rest.startswith("[") else rest
             command, changes = system_packages(command, whole, has)
             recipe.adapted += changes

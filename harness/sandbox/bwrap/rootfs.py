@@ -1,9 +1,10 @@
 """Root file systems for bubblewrap sandboxes: a task image exported once to a directory.
 
 On a machine with Docker, the Docker provider builds each task's image as it always does, and the image
-is exported (`docker export` of a container never started) to ROOTFS/<image id>/rootfs, with the image's
-environment, working directory and labels beside it in meta.json. The directory is keyed by the image's
-content id, so a rebuilt image gets a new one and both providers run the same files. Names (the tags the
+is exported (its `export_files`: `docker export` of a container never started) to
+ROOTFS/<image id>/rootfs, with the image's environment, working directory and labels beside it in
+meta.json. The directory is keyed by the image's content id, so a rebuilt image gets a new one and both
+providers run the same files. Names (the tags the
 providers hand around) are looked up in ROOTFS/names/, so starting a sandbox needs no Docker at all.
 With `sandbox.rootfs=host` a root file system is instead the host's system directories under a task's
 layer (`host_rootfs`; the layer is built by hostfs.py).
@@ -19,9 +20,13 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any
 
-from harness.sandbox.interface import ImageBuildError, SandboxError
+from harness.sandbox.interface import ImageBuildError, ImageConfig, SandboxError
+from harness.sandbox.taskimage.contents import DEFAULT_PATH
+
+if TYPE_CHECKING:
+    from harness.sandbox.providers import SandboxProvider
 
 ROOTFS = Path(os.environ.get("OPTRUNNER_ROOTFS_CACHE", Path.home() / ".cache" / "optrunner" / "rootfs"))
 SYSTEM = ("usr", "etc", "opt", "lib", "lib32", "lib64", "libx32", "bin", "sbin")  # the host's, never a home
@@ -29,7 +34,6 @@ OWN = ("testbed", "root", "tmp")  # the sandbox's own (the task layer's, then it
 ROOT = "_root"  # the layer's directory for / itself (what is written outside every other mount)
 MASKED = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-")
 _exporting = threading.Lock()
-DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 CHECKPOINT = "checkpoint"  # meta.json's kind of a sandbox's kept files (checkpoints.py)
 
 
@@ -145,29 +149,21 @@ def current(name: str, image_id: str | None) -> bool:
         return False
 
 
-def _env(pairs: list[str] | None) -> dict[str, str]:
-    env = dict(pair.split("=", 1) for pair in (pairs or []) if "=" in pair)
-    env.setdefault("PATH", DEFAULT_PATH)
-    return env
-
-
-def export(client: Any, name: str) -> Rootfs:
-    """Export image `name` from the Docker engine `client` (once per image id) and name it."""
+def export(images: "SandboxProvider", name: str) -> Rootfs:
+    """Export image `name` of the provider `images` (its files, by `export_files`) to a directory, once per
+    image id, and name it."""
     with _exporting:  # one at a time: two threads asking for one image export it once
-        return _export(client, name)
-
-
-def _export(client: Any, name: str) -> Rootfs:
-    image = client.images.get(name)
-    ident = image.id.split(":")[-1]
-    target = ROOTFS / ident
-    if not (target / "meta.json").is_file():
-        _unpack(client, name, target)
-        config = image.attrs.get("Config") or {}
-        meta = {"name": name, "env": _env(config.get("Env")), "workdir": config.get("WorkingDir") or "/",
-                "labels": config.get("Labels") or {}}
-        (target / "meta.json").write_text(json.dumps(meta, indent=1))  # last: a half-made one is not found
-    return record_name(name, ident)
+        image_id = images.image_id(name)
+        if image_id is None:
+            raise ImageBuildError(f"exporting {name} to a directory: {images.name} has no such image")
+        ident = image_id.split(":")[-1]
+        target = ROOTFS / ident
+        if not (target / "meta.json").is_file():
+            config = _unpack(images, name, target)
+            env = {"PATH": DEFAULT_PATH, **config.env}
+            meta = {"name": name, "env": env, "workdir": config.workdir or "/", "labels": config.labels}
+            (target / "meta.json").write_text(json.dumps(meta, indent=1))  # last: a half-made one is not found
+        return record_name(name, ident)
 
 
 def record_name(name: str, ident: str) -> Rootfs:
@@ -180,29 +176,56 @@ def record_name(name: str, ident: str) -> Rootfs:
     return lookup(name)
 
 
-def _unpack(client: Any, name: str, target: Path) -> None:
+def _unpack(images: "SandboxProvider", name: str, target: Path) -> ImageConfig:
     ROOTFS.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".export-", dir=ROOTFS))
-    container = client.containers.create(name, ["true"], network_disabled=True)
     try:
         (work / "rootfs").mkdir()
-        tar = subprocess.Popen(["tar", "-x", "--numeric-owner", "-C", str(work / "rootfs")],
-                               stdin=subprocess.PIPE, stderr=subprocess.PIPE)
-        assert tar.stdin is not None
-        try:
-            for chunk in container.export():
-                tar.stdin.write(chunk)
-        finally:
-            tar.stdin.close()
-        errors = tar.stderr.read().decode(errors="replace") if tar.stderr else ""
-        if tar.wait() != 0:
-            raise ImageBuildError(f"exporting {name} to a directory failed: {errors.strip()[-300:]}")
+        # (tar's complaints go to a file: a pipe nobody reads while the files stream could fill and stall it)
+        with tempfile.TemporaryFile() as errors:
+            tar = subprocess.Popen(["tar", "-x", "--numeric-owner", "-C", str(work / "rootfs")],
+                                   stdin=subprocess.PIPE, stderr=errors)
+            assert tar.stdin is not None
+            try:
+                config = images.export_files(name, tar.stdin)
+            except BrokenPipeError:  # tar gave up: its own message says why
+                config = ImageConfig()
+            finally:
+                try:
+                    tar.stdin.close()
+                except BrokenPipeError:
+                    pass
+                code = tar.wait()
+            if code != 0:
+                errors.seek(0)
+                said = errors.read().decode(errors="replace").strip()[-300:]
+                raise ImageBuildError(f"exporting {name} to a directory failed: {said}")
         if target.exists():  # a half-made one from an earlier try
             shutil.rmtree(target, ignore_errors=True)
         work.rename(target)
+        return config
     finally:
-        container.remove(force=True)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def write_files(name: str, out: IO[bytes]) -> ImageConfig:
+    """The files of the exported image `name` as one tar written to `out`, and what its meta.json says
+    (the bwrap provider's `export_files`). A layer over the host or a checkpoint has no files of its own
+    alone: SandboxError."""
+    found = lookup(name)
+    if len(found.mounts) != 1 or found.mounts[0].dest != "/" or len(found.mounts[0].lowers) != 1:
+        raise SandboxError(f"{name} is not an exported image (a layer over the host or a checkpoint): its files "
+                           "are not all its own, and cannot be exported alone")
+    with tempfile.TemporaryFile() as errors:
+        tar = subprocess.Popen(["tar", "-c", "--numeric-owner", "-C", str(found.mounts[0].lowers[0]), "."],
+                               stdout=subprocess.PIPE, stderr=errors)
+        assert tar.stdout is not None
+        shutil.copyfileobj(tar.stdout, out)
+        if tar.wait() != 0:
+            errors.seek(0)
+            raise SandboxError(f"exporting the files of {name} failed: "
+                               f"{errors.read().decode(errors='replace').strip()[-300:]}")
+    return ImageConfig(dict(found.env), found.workdir, dict(found.labels))
 
 
 # GNU tar, not tarfile: it keeps the overlay's own xattrs (an opaque directory of a layer hides what is

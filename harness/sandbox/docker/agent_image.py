@@ -4,7 +4,8 @@ GSO's images (and ours built from a row's repository) keep the whole history in 
 expert's commit among it, and GSO's ship `/eval.sh`, which names that commit. The agent's image is one
 thin layer on top that:
 - replaces /testbed/.git by a repository holding only what HEAD (the base commit) reaches: no later
-  commit, ref, reflog or pack survives (the layer below is invisible from inside a container);
+  commit, ref, reflog or pack survives (the layer below is invisible from inside a container;
+  harness.sandbox.taskimage.contents.CUT_HISTORY, which the bwrap provider runs too);
 - removes the task's `agent_hides` paths;
 - makes the task's virtualenv every shell's python (GSO activates it only from /root/.bashrc, which
   non-interactive shells skip, with a relative path that fails outside /testbed).
@@ -22,29 +23,11 @@ from docker.models.containers import Container
 from docker.models.images import Image
 
 from harness.sandbox.docker.containers import LABEL
-from harness.sandbox.docker.images import (BASE_COMMIT_LABEL, DEFAULT_PATH, RECIPE_VERSION, Progress,
-                                           activate_venv, commit_image, content_hash, image_exists, run_step,
-                                           scratch_container)
+from harness.sandbox.docker.images import (BASE_COMMIT_LABEL, Progress, activate_venv, commit_image, image_exists,
+                                           run_step, scratch_container)
 from harness.sandbox.interface import ImageBuildError
+from harness.sandbox.taskimage.contents import CUT_HISTORY, DEFAULT_PATH, RECIPE_VERSION, content_hash
 from harness.tasks.task import Task
-
-# Only HEAD's history moves to a fresh repository; the old .git (every other object) is removed.
-CUT_HISTORY = """set -e
-cd /testbed
-git rev-parse --verify -q HEAD >/dev/null
-rm -rf /tmp/.agent.git
-git init -q --bare /tmp/.agent.git
-git push -q /tmp/.agent.git HEAD:refs/heads/main
-[ -f .git/info/exclude ] && cp .git/info/exclude /tmp/.agent.git/info/exclude
-rm -rf .git
-mv /tmp/.agent.git .git
-git config --bool core.bare false
-git symbolic-ref HEAD refs/heads/main
-git reset -q
-rm -f .git/ORIG_HEAD
-git reflog expire --expire=now --all
-git rev-parse HEAD
-"""
 
 
 def _derived(client: docker.DockerClient, task: Task, parent: str, kind: str, parts: tuple[str, ...], say: str,

@@ -6,7 +6,8 @@ names and version pins are made Debian's; every such change is logged. `base_map
 overrides any of them. A substituted stage's `pip install` lines install from wheels the host downloads
 (wheels.py), since pip inside a build may not reach the index; other registries (cargo, npm, go) still
 need the network the build has. One more rewrite: `COPY a b dest` and `COPY *.go dest` get a trailing slash on
-`dest`, which Docker's legacy builder requires.
+`dest`, which Docker's legacy builder requires. The Dockerfile is read by the reader the bwrap provider
+uses too (harness.sandbox.taskimage.dockerfile).
 """
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ import dataclasses
 import io
 import json
 import posixpath
-import re
 import subprocess
 import tarfile
 import tempfile
@@ -26,20 +26,15 @@ import docker
 import docker.errors
 
 from harness.sandbox.docker.containers import LABEL
-from harness.sandbox.docker.images import (Progress, commit_image, content_hash, image_exists, run_step,
-                                           scratch_container)
+from harness.sandbox.docker.images import Progress, commit_image, image_exists, run_step, scratch_container
 from harness.sandbox.docker.prebuilt import NotAvailable, pull
 from harness.sandbox.docker.substitutes import FAMILIES, adapt_run
 from harness.sandbox.docker.wheels import (IN_IMAGE, WHEELS_IMAGE, PipInstall, context_file, copy_sources,
                                              download, offline_pip)
 from harness.sandbox.interface import ImageBuildError
+from harness.sandbox.taskimage.contents import ADAPTED, DEFAULT_PATH, content_hash
+from harness.sandbox.taskimage.dockerfile import from_parts, read
 from harness.tasks.task import Task
-
-_FROM = re.compile(r"^(\s*FROM\s+)(?:--platform=\S+\s+)?(\S+)(.*)$", re.IGNORECASE)
-_COPY = re.compile(r"^(\s*(?:COPY|ADD)\s+)(.*)$", re.IGNORECASE)
-
-
-ADAPTED = "optrunner.adapted"  # the image's label: what was changed to build it here (a JSON list of lines)
 
 
 def adapted_of(client: docker.DockerClient, tag: str) -> tuple[str, ...]:
@@ -72,7 +67,7 @@ def _family_base(client: docker.DockerClient, family: str, base: str, progress: 
                  f"substitute for {family}")
         env = dict(kind.env)
         if kind.path:
-            env["PATH"] = f"{kind.path}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+            env["PATH"] = f"{kind.path}:{DEFAULT_PATH}"
         commit_image(container, tag, env, {LABEL: "root"}, workdir="/")
     finally:
         container.remove(force=True)
@@ -94,70 +89,67 @@ def rewrite(dockerfile: str, resolve: Mapping[str, str], substituted: Collection
             context: Path | None = None) -> Rewritten:
     """The Dockerfile with FROM images replaced per `resolve`, the RUN instructions of stages built on a local
     substitute (`substituted`: those original images) adapted to Debian and their pip installs to the
-    wheelhouse, and legacy-builder COPY fixes; `context` (the build context) finds the requirement files."""
+    wheelhouse, and legacy-builder COPY fixes; `context` (the build context) finds the requirement files.
+    What is not changed stays as written, comments and blank lines included."""
+    lines = dockerfile.splitlines()
     out: list[str] = []
     done = Rewritten("", [])
     on_substitute, wheels_in = False, False
     workdir = "/"  # the stage's WORKDIR
     copies: list[tuple[str, str]] = []  # what its COPYs brought from the context (image path, context path)
-    pending: list[str] = []  # a RUN instruction's lines, until its last continuation
-    for line in dockerfile.splitlines():
-        if pending or re.match(r"\s*RUN\s", line, re.IGNORECASE):
-            pending.append(line)
-            if line.rstrip().endswith("\\"):
-                continue
-            run, pending = "\n".join(pending), []
-            if on_substitute:
-                run, made = adapt_run(run)
-                done.changes += made
-                run, installs = offline_pip(run, workdir)
-                if installs and not wheels_in:  # the wheelhouse, before the stage's first install
-                    out.append(f"COPY --from={WHEELS_IMAGE} {IN_IMAGE}/ {IN_IMAGE}/")
-                    wheels_in = True
-                for install in installs:
-                    done.changes.append(f"pip install {' '.join(install.requirements + install.files) or '.'}: "
-                                        "from wheels downloaded on the host")
-                    for path in install.files:
-                        found = context_file(path, copies, context) if context is not None else None
-                        if found is not None:
-                            done.files[path] = found
-                done.pip += installs
-            out.append(run)
-            continue
-        match = _FROM.match(line)
-        if match:
-            on_substitute, wheels_in, workdir, copies = match.group(2) in substituted, False, "/", []
-            if match.group(2) in resolve:
-                line = f"{match.group(1)}{resolve[match.group(2)]}{match.group(3)}"
-        parts = line.strip().split(None, 1)
-        if len(parts) == 2 and parts[0].upper() == "WORKDIR":
-            workdir = posixpath.normpath(posixpath.join(workdir, parts[1].strip().strip('"')))
-        copy = _COPY.match(line)
-        if copy and not copy.group(2).lstrip().startswith("["):
-            args = copy.group(2).split()
+    written = 0  # the lines of `dockerfile` out already
+    for instruction in read(dockerfile):
+        out += lines[written:instruction.first - 1]  # comments and blank lines between instructions
+        written = instruction.last
+        keyword, arguments, text = instruction.keyword, instruction.arguments, instruction.text
+        if instruction.heredoc:  # (the legacy builder reads none: as written, for the build to say so)
+            pass
+        elif keyword == "RUN" and on_substitute:
+            text, made = adapt_run(text)  # (the lines as written: a rewritten RUN keeps its layout)
+            done.changes += made
+            text, installs = offline_pip(text, workdir)
+            if installs and not wheels_in:  # the wheelhouse, before the stage's first install
+                out.append(f"COPY --from={WHEELS_IMAGE} {IN_IMAGE}/ {IN_IMAGE}/")
+                wheels_in = True
+            for install in installs:
+                done.changes.append(f"pip install {' '.join(install.requirements + install.files) or '.'}: "
+                                    "from wheels downloaded on the host")
+                for path in install.files:
+                    found = context_file(path, copies, context) if context is not None else None
+                    if found is not None:
+                        done.files[path] = found
+            done.pip += installs
+        elif keyword == "FROM":
+            image, alias = from_parts(arguments)
+            on_substitute, wheels_in, workdir, copies = image in substituted, False, "/", []
+            if image in resolve:
+                text = f"FROM {resolve[image]}" + (f" AS {alias}" if alias else "")
+        elif keyword == "WORKDIR":
+            workdir = posixpath.normpath(posixpath.join(workdir, arguments.strip('"')))
+        elif keyword in ("COPY", "ADD") and not arguments.startswith("["):
+            args = arguments.split()
             sources = [a for a in args[:-1] if not a.startswith("--")]
             if not any(a.startswith("--from") for a in args):
                 copies += copy_sources(args, workdir)
             if args and not args[-1].endswith("/") and (len(sources) > 1 or any(c in "".join(sources) for c in "*?")):
-                line = f"{copy.group(1)}{' '.join(args[:-1])} {args[-1]}/"
-        out.append(line)
-    out += pending  # a file ending inside a continuation: as written
+                text = f"{keyword} {' '.join(args[:-1])} {args[-1]}/"  # (a continued COPY: now one line)
+        out.append(text)
+    out += lines[written:]
     done.text = "\n".join(out) + "\n"
     return done
 
 
 def from_images(dockerfile: str) -> list[str]:
-    """The images a Dockerfile starts from (not its own earlier stages)."""
-    stages, images = set(), []
-    for line in dockerfile.splitlines():
-        match = _FROM.match(line)
-        if match:
-            image = match.group(2)
-            if image.lower() not in stages:
+    """The images a Dockerfile starts from (not its own earlier stages), global ARGs substituted."""
+    stages: set[str] = set()
+    images: list[str] = []
+    for instruction in read(dockerfile):
+        if instruction.keyword == "FROM":
+            image, alias = from_parts(instruction.arguments)
+            if image.lower() not in stages and image not in images:
                 images.append(image)
-            alias = re.search(r"\s+AS\s+(\S+)", match.group(3), re.IGNORECASE)
             if alias:
-                stages.add(alias.group(1).lower())
+                stages.add(alias.lower())
     return images
 
 

@@ -1,6 +1,6 @@
 """Images, built offline and cached by content hash.
 
-Two layers:
+Two layers (what each holds, whichever provider builds it: harness.sandbox.taskimage):
 - the base image: Debian with python3/numpy/gcc/git/tmux. It comes from a registry tag when one can
   be pulled, otherwise from debootstrap + `docker import` (no registry on air-gapped machines);
 - one image per task: base + /testbed, built with the task's setup_commands and install_commands.
@@ -15,13 +15,9 @@ named precisely (task, command, output tail). `task_images.py` decides which ima
 """
 from __future__ import annotations
 
-import hashlib
-import io
 import json
-import os
 import shutil
 import subprocess
-import tarfile
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,27 +28,18 @@ import docker.errors
 from docker.models.containers import Container
 
 from harness.sandbox.docker.containers import LABEL, OWNER_LABEL, owner_id
-from harness.sandbox.docker.history import repository_tar
 from harness.sandbox.interface import BASE_COMMIT_LABEL, DEFAULT_BASE_IMAGE, ImageBuildError
+from harness.sandbox.taskimage.contents import (DEFAULT_PATH, GIT_ENV, IMAGE_ENV, RECIPE_VERSION, VENV_FOUND,
+                                                VENV_PROFILE, content_hash, repo_tar, task_image_tag, venv_env)
+from harness.sandbox.taskimage.history import repository_tar
 from harness.tasks.task import Task
 
-RECIPE_VERSION = "1"  # bump when the build steps below change meaning
-HISTORY_RECIPE = "2"  # 2: the repository's history checked out at the base commit (1: the base tree alone)
 BASE_PACKAGES = (
     "python3", "python3-dev", "python3-numpy", "build-essential", "git", "patch", "tmux", "procps",
     "ca-certificates",
 )
 DEBIAN_SUITE = "bookworm"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
-IMAGE_ENV = {"PYTHONPATH": "/testbed", "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
-# Fixed identity and dates make the base commit's sha the same on every machine.
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "optrunner", "GIT_AUTHOR_EMAIL": "optrunner@localhost",
-    "GIT_COMMITTER_NAME": "optrunner", "GIT_COMMITTER_EMAIL": "optrunner@localhost",
-    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
-}
-VENV = "/testbed/.venv"
-DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 Progress = Callable[[str], None]
 
@@ -68,14 +55,6 @@ class BaseImageSpec:
             {"v": RECIPE_VERSION, "base": self.base, "packages": sorted(self.packages), "env": self.env,
              "suite": DEBIAN_SUITE}, sort_keys=True).encode())
         return f"optrunner/base:{digest}"
-
-
-def content_hash(*chunks: bytes) -> str:
-    h = hashlib.sha256()
-    for chunk in chunks:
-        h.update(len(chunk).to_bytes(8, "little"))
-        h.update(chunk)
-    return h.hexdigest()[:16]
 
 
 def _tail(text: str, lines: int = 15) -> str:
@@ -186,36 +165,6 @@ def _host(cmd: str, what: str, env: dict[str, str] | None = None) -> None:
 
 # ---------------------------------------------------------------- task images
 
-def repo_files(task: Task) -> list[Path]:
-    return sorted(p for p in task.repo_dir.rglob("*")
-                  if p.is_file() and "__pycache__" not in p.parts and ".git" not in p.parts)
-
-
-def task_image_tag(task: Task, base_tag: str) -> str:
-    chunks = [RECIPE_VERSION.encode(), base_tag.encode(),
-              json.dumps([task.setup_commands, task.install_commands]).encode()]
-    if task.base_commit:  # a tree from a repository's history: its commits name it
-        chunks += [HISTORY_RECIPE.encode(), task.repo.encode(), task.base_commit.encode(),
-                   str(task.opt_commit).encode(), str(task.install_block).encode()]
-    else:
-        for path in repo_files(task):
-            chunks += [str(path.relative_to(task.repo_dir)).encode(), path.read_bytes(),
-                       str(os.access(path, os.X_OK)).encode()]
-    return f"optrunner/task-{task.id.lower()}:{content_hash(*chunks)}"
-
-
-def repo_tar(task: Task) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for path in repo_files(task):
-            info = tar.gettarinfo(str(path), arcname=str(path.relative_to(task.repo_dir)))
-            info.uid = info.gid = 0
-            info.uname = info.gname = "root"
-            with open(path, "rb") as fh:
-                tar.addfile(info, fh)
-    return buf.getvalue()
-
-
 def ensure_task_image(client: docker.DockerClient, task: Task, base_tag: str, progress: Progress = print) -> str:
     tag = task_image_tag(task, base_tag)
     if image_exists(client, tag):
@@ -242,18 +191,6 @@ def ensure_task_image(client: docker.DockerClient, task: Task, base_tag: str, pr
         container.remove(force=True)
     progress(f"[{task.id}] ready")
     return tag
-
-
-# The task's virtualenv made every shell's python (both providers): found by a token (login shells may print
-# errors of an image's profile scripts), then a profile.d script for login shells (/etc/profile resets PATH)
-# beside the image ENV that `venv_env` gives.
-VENV_FOUND = f"test -x {VENV}/bin/python && echo optrunner-venv || true"
-VENV_PROFILE = (f"mkdir -p /etc/profile.d && printf 'export VIRTUAL_ENV={VENV}\\nexport PATH={VENV}/bin:$PATH\\n' "
-                "> /etc/profile.d/zz-task-venv.sh")
-
-
-def venv_env(path: str = DEFAULT_PATH) -> dict[str, str]:
-    return {"VIRTUAL_ENV": VENV, "PATH": f"{VENV}/bin:{path}"}
 
 
 def activate_venv(container: Container, what: str, path: str = DEFAULT_PATH) -> dict[str, str]:

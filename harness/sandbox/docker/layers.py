@@ -15,9 +15,9 @@ from pathlib import Path
 import docker
 
 from harness.sandbox.docker.containers import LABEL
-from harness.sandbox.docker.images import (RECIPE_VERSION, Progress, commit_image, content_hash, image_exists,
-                                           run_step, scratch_container)
+from harness.sandbox.docker.images import Progress, commit_image, image_exists, run_step, scratch_container
 from harness.sandbox.interface import ImageBuildError
+from harness.sandbox.taskimage.contents import RECIPE_VERSION, content_hash
 
 
 def folder_tar(source: Path, dest: str) -> bytes:

@@ -5,18 +5,19 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 import docker
 
 from harness.gpus import Gpu
 from harness.sandbox import diskcheck
-from harness.sandbox.docker.containers import docker_client, engine_storage, remove_containers
+from harness.sandbox.docker.containers import (LABEL, OWNER_LABEL, docker_client, engine_storage, owner_id,
+                                               remove_containers)
 from harness.sandbox.docker import engine
 from harness.sandbox.docker.images import BaseImageSpec
 from harness.sandbox.docker.sandbox import ENGINE_ERRORS, DockerSandbox, engine_errors
 from harness.sandbox.docker.task_images import ensure_images
-from harness.sandbox.interface import SandboxLimits, SandboxUnavailable, TaskImages
+from harness.sandbox.interface import ImageConfig, SandboxLimits, SandboxUnavailable, TaskImages
 from harness.sandbox.providers import CleanupScope, Progress, SandboxProvider
 
 if TYPE_CHECKING:
@@ -115,6 +116,21 @@ class DockerProvider:
     def import_image(self, data: bytes) -> None:
         with engine_errors():
             docker_client().images.load(data)
+
+    def export_files(self, name: str, out: IO[bytes]) -> ImageConfig:
+        """`docker export` of a container of `name` never started (the image's files, flattened), streamed."""
+        with engine_errors():
+            client = docker_client()
+            config = client.images.get(name).attrs.get("Config") or {}
+            container = client.containers.create(name, ["true"], network_disabled=True,
+                                                 labels={LABEL: "build", OWNER_LABEL: owner_id()})
+            try:
+                for chunk in container.export():
+                    out.write(chunk)
+            finally:
+                container.remove(force=True)
+        env = dict(pair.split("=", 1) for pair in config.get("Env") or [] if "=" in pair)
+        return ImageConfig(env, config.get("WorkingDir") or "/", config.get("Labels") or {})
 
     def import_checkpoint(self, name: str, base: str, archives: Sequence[bytes],
                           labels: dict[str, str] | None = None) -> None:

@@ -1,42 +1,21 @@
-"""The workspace layer of a task whose image is its own (Harbor): what makes its working directory
-diffable without putting anything into it.
-
-On top of the task's image: the working directory (the image's WORKDIR) is committed into a git
-repository kept outside it (/.optrunner/git), so a sandbox reports the agent's change as a binary-safe
-diff while the agent sees no .git of ours; /logs/agent and /logs/verifier exist (Harbor's layout); and
-the files the agent may not change (the task's pinned globs) are hashed into a label, for the grader
-to check before it verifies.
+"""The workspace layer of a task whose image is its own (Harbor), one Docker image on top of the task's:
+its working directory snapshotted and its pinned files hashed into a label (what and why:
+harness.sandbox.taskimage.workspace).
 """
 from __future__ import annotations
 
 import json
-import posixpath
 import shlex
 
 import docker
 
 from harness.sandbox.docker.containers import LABEL
-from harness.sandbox.docker.images import (BASE_COMMIT_LABEL, GIT_ENV, RECIPE_VERSION, Progress, commit_image,
-                                           content_hash, image_exists, run_step, scratch_container)
+from harness.sandbox.docker.images import (BASE_COMMIT_LABEL, Progress, commit_image, image_exists, run_step,
+                                           scratch_container)
 from harness.sandbox.interface import GIT_DIR_LABEL, PINS_LABEL, WORKDIR_LABEL, ImageBuildError
+from harness.sandbox.taskimage.contents import GIT_ENV, RECIPE_VERSION, content_hash
+from harness.sandbox.taskimage.workspace import GIT_DIR, PINS, SNAPSHOT, parse_pins, pins_command
 from harness.tasks.task import Task
-
-GIT_DIR = "/.optrunner/git"
-SNAPSHOT = """set -e
-mkdir -p /logs/agent /logs/verifier /.optrunner
-command -v git >/dev/null || {{ echo "the image has no git (needed to diff the working directory)"; exit 3; }}
-git config --system safe.directory '*'
-export GIT_DIR={git_dir} GIT_WORK_TREE={workdir}
-git init -q
-cd {workdir}
-git add -A -f .
-git commit -q --allow-empty -m 'task environment'
-git rev-parse HEAD
-"""
-# Pinned files: every file whose working-directory path or name matches a glob, with its hash (find and
-# sha256sum only, so images without python work too).
-PINS = """cd {workdir} && find . \\( -name .git -o -name node_modules -o -name __pycache__ \\) -prune \\
-  -o -type f \\( {tests} \\) -print0 | xargs -0 -r sha256sum; echo optrunner-pins-done"""
 
 
 def workdir_of(client: docker.DockerClient, image: str) -> str:
@@ -70,24 +49,6 @@ def ensure_workspace_image(client: docker.DockerClient, task: Task, image: str, 
     finally:
         container.remove(force=True)
     return tag
-
-
-def pins_command(workdir: str, pinned: tuple[str, ...] | list[str]) -> str:
-    """The shell command that hashes the files `pinned` names under `workdir` (parse_pins reads its output)."""
-    tests = " -o ".join(f"-name {shlex.quote(g)} -o -path {shlex.quote('./' + g)}" for g in pinned)
-    return PINS.format(workdir=shlex.quote(workdir), tests=tests)
-
-
-def parse_pins(out: str, what: str) -> dict[str, str]:
-    """Working-directory path -> sha256 from pins_command's output."""
-    if "optrunner-pins-done" not in out:
-        raise ImageBuildError(f"{what}: could not hash the pinned files (find, sha256sum): {out[-300:]}")
-    pins: dict[str, str] = {}
-    for line in out.splitlines():
-        digest, sep, path = line.partition("  ")
-        if sep and len(digest) == 64:
-            pins[posixpath.normpath(path)] = digest
-    return pins
 
 
 def pins_of(client: docker.DockerClient, image: str) -> dict[str, str]:

@@ -1,7 +1,7 @@
 """The history of a task taken from a repository (a GSO row): a local bare mirror (offline) or a clone
 of the repository kept in a cache, checked to hold the task's base and expert commits, and packed into a
-tar archive for the image build. That history goes into the grading image only (images.py); the
-agent's image keeps none of it after the base commit (agent_image.py).
+tar archive for the image build (either provider's). That history goes into the grading image only; the
+agent's image keeps none of it after the base commit (contents.CUT_HISTORY).
 """
 from __future__ import annotations
 
