@@ -63,6 +63,32 @@ def test_a_tasks_layer_is_above_the_hosts_files(tmp_path: Path) -> None:
         box.close()
 
 
+def test_the_hosts_etc_and_opt_are_out_of_reach(tmp_path: Path) -> None:
+    """Run as root, a sandbox over the host's system is root over what it shows: so it shows an /etc made
+    from an allow-list (the host's root-only files never among it, even under an allowed name) and no /opt;
+    the loader, certificates and the system's accounts still work."""
+    planted = [Path("/etc/optrunner-secret"), Path("/etc/ssl/private/optrunner-key.pem"), Path("/opt/optrunner-secret")]
+    hidden = Path("/etc/ssl/optrunner-root-only.pem")  # an allowed folder, a file others may not read
+    made = [p.parent for p in (*planted, hidden) if not p.parent.exists()]
+    for path in (*planted, hidden):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("secret\n")
+        path.chmod(0o600)
+    box = BwrapSandbox.start(host_rootfs("t", (empty_layer(tmp_path / "layer"),), {}))
+    try:
+        seen = box.exec(" ; ".join(f"test -e {p} && echo seen {p}" for p in (*planted, hidden)) + "; ls -A /opt; "
+                        "getent passwd root nobody | cut -d: -f1; python3 -c 'import ssl; print(\"ssl-ok\")'; "
+                        "test -e /etc/shadow || echo no-shadow", timeout=60)
+    finally:
+        box.close()
+        for path in (*planted, hidden):
+            path.unlink()
+        for folder in reversed(made):
+            folder.rmdir()
+    assert "seen" not in seen.output, seen.output
+    assert seen.output.split() == ["root", "nobody", "ssl-ok", "no-shadow"], seen.output
+
+
 def test_a_run_over_the_hosts_system_needs_no_docker(tmp_path: Path) -> None:
     write_task(tmp_path / "tasks", "hosttiny", slow_src=SLOW, fast_src=FAST)  # (sleeps: verdicts a busy machine keeps)
     common = [f"tasks.selector={tmp_path / 'tasks'}", "scaffold=mini_swe", "rollouts=1", "sandbox=bwrap",

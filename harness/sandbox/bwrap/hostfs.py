@@ -1,9 +1,10 @@
 """`sandbox.rootfs=host`: sandboxes over the host's own system, for machines with no Docker at all.
 
-A sandbox sees the host's system directories (/usr, /etc, /opt, /lib*, and the links /bin -> usr/bin of
-a merged /usr), each as an overlay: read-only underneath, writable into the sandbox's own layer. It sees
-nothing else of the host: no home directory, no /tmp, no /var, no /mnt; the password hashes are masked.
-A task's own layer is built once in such a sandbox (with the network the host has) and cached like an
+A sandbox sees the host's system directories (/usr, /lib*, and the links /bin -> usr/bin of a merged
+/usr) and an /etc made from an allow-list of the host's (hostetc.py), each as an overlay: read-only
+underneath, writable into the sandbox's own layer. It sees nothing else of the host: not its /etc or
+/opt, no home directory, no /tmp, no /var, no /mnt (OPTRUNNER_BWRAP_HOST_DIRS adds folders, read-only).
+A task's own layer is built once in such a sandbox (with the network, through slirp4netns) and cached like an
 image (ROOTFS/host-<hash>, named `host/<kind>-<id>:<hash>`, the hash covering its inputs and the host's
 identity). What goes into it, per kind of task:
 - a folder task: its repository at /testbed, one fresh commit, its set-up and install commands;

@@ -29,10 +29,13 @@ if TYPE_CHECKING:
     from harness.sandbox.providers import SandboxProvider
 
 ROOTFS = Path(os.environ.get("OPTRUNNER_ROOTFS_CACHE", Path.home() / ".cache" / "optrunner" / "rootfs"))
-SYSTEM = ("usr", "etc", "opt", "lib", "lib32", "lib64", "libx32", "bin", "sbin")  # the host's, never a home
-OWN = ("testbed", "root", "tmp")  # the sandbox's own (the task layer's, then its writes)
+SYSTEM = ("usr", "lib", "lib32", "lib64", "libx32", "bin", "sbin")  # the host's, never a home
+OWN = ("testbed", "root", "tmp", "opt")  # the sandbox's own (the task layer's, then its writes)
+ETC = "etc"  # made from an allow-list of the host's (hostetc.py), never the host's own
+# More of the host, read-only, where a machine keeps its interpreter outside /usr (a GPU machine's
+# /opt/torch/.venv): absolute paths, separated by ":".
+HOST_DIRS = tuple(p for p in os.environ.get("OPTRUNNER_BWRAP_HOST_DIRS", "").split(":") if p)
 ROOT = "_root"  # the layer's directory for / itself (what is written outside every other mount)
-MASKED = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-")
 _exporting = threading.Lock()
 CHECKPOINT = "checkpoint"  # meta.json's kind of a sandbox's kept files (checkpoints.py)
 
@@ -59,7 +62,7 @@ class Rootfs:
     workdir: str = "/"
     labels: dict[str, str] = field(default_factory=dict)
     symlinks: tuple[tuple[str, str], ...] = ()  # (target, path): the host's /bin -> usr/bin and the like
-    masked: tuple[str, ...] = ()  # host files hidden (bound to /dev/null)
+    binds: tuple[tuple[str, str], ...] = ()  # (host path, path): read-only binds of the host's (HOST_DIRS)
 
     def mount_of(self, path: str) -> tuple[Mount, str] | None:
         """The mount that holds `path`, and the path relative to it; None when none does."""
@@ -102,7 +105,7 @@ def checkpoint_rootfs(name: str, ident: str, meta: dict[str, Any]) -> Rootfs:
     mounts = tuple(Mount(m.dest, tuple(layer / m.key for layer in layers if (layer / m.key).is_dir()) + m.lowers)
                    for m in base.mounts)
     return Rootfs(name, mounts, base.env, base.workdir, {**base.labels, **(meta.get("labels") or {})},
-                  base.symlinks, base.masked)
+                  base.symlinks, base.binds)
 
 
 def layer_chain(ident: str) -> tuple[Path, ...]:
@@ -120,14 +123,17 @@ def layer_chain(ident: str) -> tuple[Path, ...]:
 def empty_layer(path: Path) -> Path:
     """`path` made an empty layer over the host: a folder for each of its mounts, /tmp world-writable as an
     image's (the grader's fenced test processes write there)."""
-    for top in (*SYSTEM, *OWN, ROOT):
+    for top in (*SYSTEM, ETC, *OWN, ROOT):
         (path / top).mkdir(parents=True)
     os.chmod(path / "tmp", 0o1777)
     return path
 
 
 def host_rootfs(name: str, layers: tuple[Path, ...], meta: dict[str, Any]) -> Rootfs:
-    """The host's system under a task's layers (each layer's <dir> above each host directory; the top first)."""
+    """The host's system under a task's layers (each layer's <dir> above each host directory; the top
+    first): its /usr and libraries, an /etc made from an allow-list (hostetc.py), and HOST_DIRS."""
+    from harness.sandbox.bwrap import hostetc
+
     mounts, links = [Mount("/", tuple(layer / ROOT for layer in layers))], []
     for top in SYSTEM:
         host = Path("/") / top
@@ -135,10 +141,16 @@ def host_rootfs(name: str, layers: tuple[Path, ...], meta: dict[str, Any]) -> Ro
             links.append((os.readlink(host), f"/{top}"))
         elif host.is_dir():
             mounts.append(Mount(f"/{top}", (*(layer / top for layer in layers), host)))
+    etc = hostetc.made(ROOTFS)
+    mounts.append(Mount("/etc", (*(layer / ETC for layer in layers if (layer / ETC).is_dir()), etc)))
     mounts += [Mount(f"/{top}", tuple(layer / top for layer in layers)) for top in OWN]
-    masked = tuple(path for path in MASKED if Path(path).exists())
+    for path in HOST_DIRS:
+        if not path.startswith("/") or not Path(path).is_dir():
+            raise SandboxError(f"OPTRUNNER_BWRAP_HOST_DIRS: {path} is not a folder of this host (absolute paths, "
+                               "separated by ':')")
+    binds = tuple((path, path) for path in HOST_DIRS)
     return Rootfs(name, tuple(mounts), meta.get("env") or {}, meta.get("workdir") or "/testbed",
-                  meta.get("labels") or {}, tuple(links), masked)
+                  meta.get("labels") or {}, tuple(links), binds)
 
 
 def current(name: str, image_id: str | None) -> bool:

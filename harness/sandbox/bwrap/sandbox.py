@@ -134,7 +134,7 @@ class BwrapSandbox(KeptLayers):
 
     def _mounts(self) -> list[str]:
         """bwrap's arguments for the file system: each overlay over its own writable layer, then the links
-        and the masked host files."""
+        and the host's folders bound read-only."""
         args: list[str] = []
         for mount in self.rootfs.mounts:
             upper, work = self.upper / mount.key, self.work / mount.key
@@ -145,8 +145,8 @@ class BwrapSandbox(KeptLayers):
             args += ["--overlay", str(upper), str(work), mount.dest]
         for target, path in self.rootfs.symlinks:
             args += ["--symlink", target, path]
-        for path in self.rootfs.masked:
-            args += ["--ro-bind", "/dev/null", path]
+        for source, path in self.rootfs.binds:
+            args += ["--ro-bind", source, path]
         return args
 
     def _read_info(self, fd: int) -> dict[str, Any]:
@@ -359,6 +359,7 @@ class BwrapSandbox(KeptLayers):
 
     def changed_paths(self) -> list[str]:
         points = ({mount.dest for mount in self.rootfs.mounts} | {path for _, path in self.rootfs.symlinks}
+                  | {str(p) for _, b in self.rootfs.binds for p in (PurePosixPath(b), *PurePosixPath(b).parents)}
                   | {"/proc", "/dev"})
         return sorted(changed for mount in self.rootfs.mounts for path in overlay.changed_paths(self.upper / mount.key)
                       if (changed := mount.dest.rstrip("/") + path) not in points)  # (bwrap's mount points)
