@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 
@@ -150,3 +152,35 @@ def test_the_hosts_loopback_is_out_of_reach_with_and_without_the_network(name: s
     assert lines["127.0.0.1"].startswith("unreachable") and lines["10.0.2.2"].startswith("unreachable"), done.output
     if outward:
         assert lines[outward].startswith("reached host" if network else "unreachable"), done.output
+
+
+@pytest.mark.skipif("bwrap" not in providers_here(), reason="bubblewrap cannot make sandboxes on this machine")
+def test_both_bwrap_entry_helpers_cut_the_same_powers_and_say_when_the_init_is_gone() -> None:
+    """The compiled helper (enter.c) and the interpreter's (enter.py, where there is no C compiler) leave
+    the same: the kept capabilities, no_new_privs, the keyring refused; a sandbox whose init is gone is
+    exit 252 (a SandboxError to the caller), never a command's output."""
+    from harness.sandbox.bwrap import hardening
+
+    box = start("bwrap")
+    init = box._init  # type: ignore[attr-defined]
+    compiled = hardening.enter(init, "/")
+    helper, _ = hardening._helper()
+    assert helper[0].endswith(tuple("0123456789abcdef")), helper  # (this machine has a C compiler)
+    prefix = len(hardening.nofile())
+    interpreted = [*compiled[:prefix], sys.executable, "-I", "-S", str(hardening.HERE / "enter.py"),
+                   *compiled[prefix + len(helper):]]
+    probe = ["sh", "-c", f"grep -E '^(CapBnd|NoNewPrivs|Seccomp):' /proc/self/status; python3 -c \"{ADD_KEY}\""]
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+    try:
+        seen = [subprocess.run([*argv, *probe], capture_output=True, text=True, env=env, timeout=60)
+                for argv in (compiled, interpreted)]
+    finally:
+        box.close()
+    for done in seen:
+        assert done.returncode == 0, done.stderr
+        fields = dict(re.findall(r"^(\w+):\s*(.*)$", done.stdout, re.MULTILINE))
+        assert int(fields["CapBnd"], 16) == mask(containers.KEPT_CAPS) and fields["NoNewPrivs"] == "1"
+        assert fields["Seccomp"] == "2" and "add_key -1 1" in done.stdout, done.stdout
+    for argv in (compiled, interpreted):
+        gone = subprocess.run([*argv, "true"], capture_output=True, text=True, env=env, timeout=60)
+        assert gone.returncode == 252 and "init is gone" in gone.stderr, gone

@@ -5,8 +5,9 @@
 - grading: the smoke tasks' gold patches regraded 3 times on each provider: hm against the expert per
   regrade, and its CV (target: bwrap's within the same +-2% as Docker's);
 - runner: `python -m runner tasks=smoke model=oracle rollouts=2 sandbox.provider=P` and model=noop on
-  each provider, plus executor=ray on bwrap: Opt@1 (targets 1.000 and 0.000), and what each run left
-  behind (bwrap sandbox directories and processes; Docker containers).
+  each provider and on bwrap with `sandbox.rootfs=host`, plus executor=ray on bwrap: Opt@1 (targets
+  1.000 and 0.000), and what each run left behind (bwrap sandbox directories and uplinks; Docker
+  containers).
 
 usage: python -m tests.bench.providers [--parts sandbox,grading,runner] [--exec-n 200] [--start-n 15]
 """
@@ -89,7 +90,8 @@ def leftovers() -> dict[str, int]:
 
     sandboxes = len(list(registry.STATE.glob("sbx-*"))) if registry.STATE.is_dir() else 0
     containers = len(docker_client().containers.list(all=True, filters={"label": "optrunner=sandbox"}))
-    return {"bwrap sandboxes": sandboxes, "docker containers": containers}
+    uplinks = len(subprocess.run(["pgrep", "-x", "slirp4netns"], capture_output=True, text=True).stdout.split())
+    return {"bwrap sandboxes": sandboxes, "docker containers": containers, "uplinks": uplinks}
 
 
 def runner_figures(tmp: Path) -> list[tuple[str, float | None, dict[str, int], float]]:
@@ -97,6 +99,8 @@ def runner_figures(tmp: Path) -> list[tuple[str, float | None, dict[str, int], f
     rows = []
     configs = [(f"{name} {model}", [f"sandbox.provider={name}", f"model={model}"])
                for name in PROVIDERS for model in ("oracle", "noop")]
+    configs += [(f"bwrap rootfs=host {model}", ["sandbox.provider=bwrap", "sandbox.rootfs=host", f"model={model}"])
+                for model in ("oracle", "noop")]
     configs.append(("bwrap oracle, executor=ray", ["sandbox.provider=bwrap", "model=oracle", "executor=ray"]))
     for i, (label, extra) in enumerate(configs):
         began = time.monotonic()

@@ -1,9 +1,11 @@
 """Join a running bubblewrap sandbox and run a command there with root's powers cut, all from the host.
 
-Run by the host's own interpreter, isolated (`python -I -S enter.py PID CWD CAPS CREDS -- argv...`), as
-the way every command (the agent's and the harness's) enters a sandbox. It does what `nsenter` did, and
-what the sandbox's own `setpriv` did after it, without running any program of the sandbox's until the
-command itself:
+The way every command (the agent's and the harness's) enters a sandbox: `enter.c` compiled by the host's
+C compiler where it has one (hardening.enter builds it once), else this file run by the host's own
+interpreter, isolated (`python -I -S enter.py PID CWD CAPS root|keep FILTER -- argv...`); both take the
+seccomp program from the FILTER file this module writes (`seccomp_program`). It does what `nsenter` did,
+and what the sandbox's own `setpriv` did after it, without running any program of the sandbox's until
+the command itself:
 - open the init's namespaces and root first (a dead or dying init: exit GONE, one line on stderr);
 - join them (what the caller may join as itself first, then the user namespace and the rest), and
   take the init's root and the working directory;
@@ -21,7 +23,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import platform
 import signal
 import struct
 import sys
@@ -67,14 +68,13 @@ def _check(result: int, what: str) -> None:
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
-def _harden(libc: ctypes.CDLL, keep: set[int]) -> None:
+def _harden(libc: ctypes.CDLL, keep: set[int], program: bytes) -> None:
     with open("/proc/sys/kernel/cap_last_cap") as fh:
         last = int(fh.read())
     for cap in range(last + 1):
         if cap not in keep:
             _check(libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), "dropping a capability")
     _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "setting no_new_privs")
-    program = seccomp_program(platform.machine())
     buffer = ctypes.create_string_buffer(program, len(program))
 
     class SockFprog(ctypes.Structure):
@@ -101,10 +101,12 @@ def _exec(command: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    pid, cwd, caps, creds, sep, *command = argv
+    pid, cwd, caps, creds, filter_path, sep, *command = argv
     if sep != "--" or not command:
-        print("optrunner-enter: usage: enter.py PID CWD CAPS root|keep -- COMMAND...", file=sys.stderr)
+        print("optrunner-enter: usage: enter.py PID CWD CAPS root|keep FILTER -- COMMAND...", file=sys.stderr)
         return 2
+    with open(filter_path, "rb") as fh:
+        program = fh.read()
     libc = ctypes.CDLL(None, use_errno=True)
     try:  # everything opened before anything is joined (as nsenter): a half-entered process runs nothing
         fds = [(os.open(f"/proc/{pid}/ns/{name}", os.O_RDONLY | os.O_CLOEXEC), flag) for name, flag in NAMESPACES]
@@ -134,7 +136,7 @@ def main(argv: list[str]) -> int:
             os.setgroups([])
             os.setgid(0)
             os.setuid(0)
-        _harden(libc, {int(c) for c in caps.split(",") if c})
+        _harden(libc, {int(c) for c in caps.split(",") if c}, program)
     except OSError as err:
         print(f"optrunner-enter: {err}", file=sys.stderr)
         return 125

@@ -4,16 +4,20 @@ bwrap itself drops its init's capabilities (`--cap-drop ALL`, then CAPS back) an
 But every command joins a running sandbox from the host, and joining a user namespace gives a process
 every capability in it (and nothing of the init's). So each command is started through
 - the host's prlimit (`nofile`): rlimits survive the join and exec;
-- `enter.py`, run by the host's interpreter, which joins the namespaces, takes all but CAPS out of the
-  bounding set, sets no_new_privs and loads the keyring filter before it execs the command: nothing of
-  the sandbox's runs until then, so no file the sandbox's root wrote can undo it (`enter`).
+- the entry helper (`enter`: enter.c compiled by the host's C compiler once, else enter.py run by the
+  host's interpreter), which joins the namespaces, takes all but CAPS out of the bounding set, sets
+  no_new_privs and loads the keyring filter before it execs the command: nothing of the sandbox's runs
+  until then, so no file the sandbox's root wrote can undo it.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import resource
 import shutil
+import subprocess
 import sys
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
@@ -42,15 +46,54 @@ def nofile() -> tuple[str, ...]:
     return (prlimit, f"--nofile={limit}:{limit}", "--")
 
 
-ENTER = str(Path(__file__).with_name("enter.py"))
+HERE = Path(__file__).parent
 CAP_NUMBERS = {"CAP_CHOWN": 0, "CAP_DAC_OVERRIDE": 1, "CAP_FOWNER": 3, "CAP_KILL": 5, "CAP_SETGID": 6,
                "CAP_SETUID": 7, "CAP_NET_BIND_SERVICE": 10}  # (linux/capability.h)
+CACHE = Path(os.environ.get("OPTRUNNER_BWRAP_STATE", Path.home() / ".cache" / "optrunner" / "bwrap")) / "bin"
 
 
 def enter(init: int, cwd: str) -> list[str]:
     """The host command that runs what follows it in the sandbox of `init` (a host pid), in `cwd`, as its
-    root with CAPS only, no_new_privs and the keyring filter (enter.py). Run by another user, that user's
-    ids are kept (root inside: the only ones mapped) rather than set, which its user namespace denies."""
+    root with CAPS only, no_new_privs and the keyring filter. Run by another user, that user's ids are
+    kept (root inside: the only ones mapped) rather than set, which its user namespace denies."""
     creds = "root" if os.geteuid() == 0 else "keep"
     keep = ",".join(str(CAP_NUMBERS[cap]) for cap in CAPS)
-    return [*nofile(), sys.executable, "-I", "-S", ENTER, str(init), cwd, keep, creds, "--"]
+    helper, filter_file = _helper()
+    return [*nofile(), *helper, str(init), cwd, keep, creds, filter_file, "--"]
+
+
+@cache
+def _helper() -> tuple[tuple[str, ...], str]:
+    """(the entry helper's command, the seccomp program's file): enter.c compiled into CACHE once per
+    source (a few milliseconds a command), else enter.py by this interpreter (tens of milliseconds)."""
+    from harness.sandbox.bwrap.enter import seccomp_program
+
+    CACHE.mkdir(parents=True, exist_ok=True)
+    program = seccomp_program(os.uname().machine)
+    filter_file = CACHE / f"seccomp-{hashlib.sha256(program).hexdigest()[:12]}.bpf"
+    if not filter_file.exists():
+        _write_once(filter_file, lambda tmp: tmp.write_bytes(program))
+    source = HERE / "enter.c"
+    binary = CACHE / f"enter-{hashlib.sha256(source.read_bytes()).hexdigest()[:12]}"
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if not binary.exists() and compiler:
+        def build(tmp: Path) -> None:
+            subprocess.run([compiler, "-O2", "-o", str(tmp), str(source)], check=True, capture_output=True,
+                           timeout=120)
+        try:
+            _write_once(binary, build)
+        except (subprocess.SubprocessError, OSError):
+            pass
+    if binary.exists():
+        return (str(binary),), str(filter_file)
+    return (sys.executable, "-I", "-S", str(HERE / "enter.py")), str(filter_file)
+
+
+def _write_once(target: Path, make: Callable[[Path], object]) -> None:
+    """`target` made through a temporary file renamed into place (two processes may race for it)."""
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        make(tmp)
+        tmp.replace(target)
+    finally:
+        tmp.unlink(missing_ok=True)
