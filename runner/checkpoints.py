@@ -147,7 +147,7 @@ class CheckpointDir:
         removed with the rollout's record). `base`: the task image, the one a rebuild starts from."""
         if not isinstance(sandbox, Checkpointable):
             raise SandboxError("this sandbox provider cannot keep a sandbox's files (Checkpointable)")
-        travels = self.rebuild is not None and isinstance(sandbox, Portable)
+        portable = sandbox if self.rebuild is not None and isinstance(sandbox, Portable) else None  # (it travels)
         key = hashlib.sha1(f"{self.run_id}/{task_id}/{index}".encode()).hexdigest()[:16]
         chain = self.chains.get((task_id, index), [])  # (the archives of the checkpoint it started from)
 
@@ -158,8 +158,8 @@ class CheckpointDir:
                                        {FILE_LABEL: self.files.where(self.name(task_id, index))})
             self.here.setdefault((task_id, index), set()).add(image)
             found: dict[str, Any] = {"image": image, "written_at": time.time(), "older": []}
-            if travels:
-                data, alone = sandbox.export_checkpoint(image)  # type: ignore[attr-defined]  # (travels: Portable)
+            if portable is not None:
+                data, alone = portable.export_checkpoint(image)
                 archive = self.name(task_id, index, f".{len(state.steps)}.tar")
                 self.files.write(archive, data)
                 found.update(base=base, archives=[*([] if alone else chain), archive])

@@ -21,6 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.sandbox.bwrap import hardening
+from tests.test_hardening_sandbox import mask
+
 USER = "optrunner-sbx"
 SCRIPT = r'''
 import json, os, tempfile
@@ -35,6 +38,7 @@ try:
     out["inside"] = box.exec("id -u && cat a.txt && echo more >> a.txt", cwd="/testbed").output.split()
     out["usr"] = box.exec("touch /usr/bin/optrunner-x").exit_code
     out["network"] = box.exec("exec 3<>/dev/tcp/1.1.1.1/53", timeout=10).exit_code
+    out["status"] = box.exec("grep -E '^(CapBnd|NoNewPrivs|Seccomp):' /proc/self/status", login=False).output
     out["changed"] = box.changed_paths()
 finally:
     box.close()
@@ -99,6 +103,9 @@ def _run_as_a_user(tmp_path: Path) -> None:
     assert out["uid"] == user.pw_uid and out["inside"] == ["0", "hello"]
     assert out["usr"] != 0 and not Path("/usr/bin/optrunner-x").exists()
     assert out["network"] != 0
+    status = dict(line.split(":\t") for line in out["status"].strip().splitlines())
+    assert int(status["CapBnd"], 16) == mask(hardening.CAPS), status  # (cut from outside, as for root)
+    assert status["NoNewPrivs"] == "1" and status["Seccomp"] == "2", status
     if shutil.which("slirp4netns"):
         assert "00000000" in out["route"], out["route"]  # a default route, through the uplink
     assert subprocess.run(["pgrep", "-u", USER, "-x", "slirp4netns"], capture_output=True).returncode == 1
