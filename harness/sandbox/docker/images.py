@@ -16,6 +16,7 @@ named precisely (task, command, output tail). `task_images.py` decides which ima
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -186,11 +187,23 @@ def ensure_task_image(client: docker.DockerClient, task: Task, base_tag: str, pr
         # (Images with history are for grading; their agent layer activates the venv.)
         env = {} if task.base_commit else activate_venv(container, f"task {task.id}: venv activation")
         commit_image(container, tag, env, {LABEL: "task", "optrunner.task": task.id,
-                                           BASE_COMMIT_LABEL: sha.strip().splitlines()[-1]})
+                                           BASE_COMMIT_LABEL: _head(container, task, sha)})
     finally:
         container.remove(force=True)
     progress(f"[{task.id}] ready")
     return tag
+
+
+def _head(container: Container, task: Task, said: str) -> str:
+    """The base commit a build step printed last; asked again when its output came back empty (the engine
+    loses a short exec's output now and then under load: seen once in 1,200 tests)."""
+    for _ in range(3):
+        last = (said.strip().splitlines() or [""])[-1]
+        if re.fullmatch(r"[0-9a-f]{40}(?:[0-9a-f]{24})?", last):
+            return last
+        said = run_step(container, "git rev-parse HEAD", f"task {task.id}: base commit", workdir="/testbed")
+    raise ImageBuildError(f"task {task.id}: the base commit could not be read from /testbed (git rev-parse "
+                          f"printed {said.strip()[:80]!r})")
 
 
 def activate_venv(container: Container, what: str, path: str = DEFAULT_PATH) -> dict[str, str]:
