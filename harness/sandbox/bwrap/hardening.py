@@ -17,6 +17,7 @@ import resource
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -62,8 +63,16 @@ def enter(init: int, cwd: str) -> list[str]:
     return [*nofile(), *helper, str(init), cwd, keep, creds, filter_file, "--"]
 
 
-@cache
+_building = threading.Lock()  # (one build per process: threads starting sandboxes at once wait for it)
+
+
 def _helper() -> tuple[tuple[str, ...], str]:
+    with _building:
+        return _found_helper()
+
+
+@cache
+def _found_helper() -> tuple[tuple[str, ...], str]:
     """(the entry helper's command, the seccomp program's file): enter.c compiled into CACHE once per
     source (a few milliseconds a command), else enter.py by this interpreter (tens of milliseconds)."""
     from harness.sandbox.bwrap.enter import seccomp_program
@@ -91,7 +100,7 @@ def _helper() -> tuple[tuple[str, ...], str]:
 
 def _write_once(target: Path, make: Callable[[Path], object]) -> None:
     """`target` made through a temporary file renamed into place (two processes may race for it)."""
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         make(tmp)
         tmp.replace(target)
