@@ -1,10 +1,10 @@
 """`BwrapSandbox`: the sandbox interface on a bubblewrap sandbox, for machines without Docker.
 
-One sandbox is one long-lived `bwrap` process (its init, in new user, pid, ipc, uts, cgroup and, unless
-the task allows the network, network namespaces) over an overlay: the root file system read-only
-underneath, a writable layer of its own above (a directory of ours: what changed is read from outside,
-harness.sandbox.overlay). Every command joins those namespaces from the host (bwrap.enter: the host's
-interpreter joins them and cuts root's powers before anything of the sandbox's runs), as root of the
+One sandbox is one long-lived `bwrap` process (its init, in new user, pid, ipc, uts, cgroup and network
+namespaces; given the network, bwrap.uplink connects the last) over an overlay: the root file system
+read-only underneath, a writable layer of its own above (a directory of ours: what changed is read from
+outside, harness.sandbox.overlay). Every command joins those namespaces through a helper of the host's
+(hardening.enter: it cuts root's powers before anything of the sandbox's runs), as root of the
 sandbox's user namespace: a capability there is worth nothing on the host. Run by root, uids 0-65535 map
 to the host's own (the grader's fence can drop to an unprivileged user, as on Docker); run by another user,
 only that one (root inside).
