@@ -89,6 +89,18 @@ def test_a_setpriv_shim_and_a_profile_hook_do_not_reach_the_harnesss_commands(bo
     assert "pythonpath=[] hooked=[]" in done.output and "hook-ran" not in done.output, done.output
 
 
+def test_a_new_user_namespace_is_refused_and_threads_still_start(box: Sandbox) -> None:
+    """Inside a user namespace of its own a process regains every capability over namespaces it makes:
+    refused as under Docker's default profile (unshare, clone with CLONE_NEWUSER). clone3, whose flags
+    a filter cannot read, answers ENOSYS, and the C library's threads fall back to clone."""
+    done = box.exec("unshare -U true; echo unshare=$?; python3 -c 'import ctypes; libc = ctypes.CDLL(None, "
+                    "use_errno=True); print(\"unshare(2)\", libc.unshare(0x10000000), ctypes.get_errno())'; "
+                    "python3 -c 'import threading; t = threading.Thread(target=print, args=(\"thread-ran\",)); "
+                    "t.start(); t.join()'", timeout=60)
+    assert "unshare=0" not in done.output and "unshare(2) -1 1" in done.output, done.output  # (1: EPERM)
+    assert "thread-ran" in done.output, done.output
+
+
 def _fenced(box: Sandbox, fence: isolation.Fence, command: str) -> str:
     done = harness_exec(box, isolation.wrap(fence, command), timeout=120, cwd="/")
     return isolation.parse(done.output)[0]

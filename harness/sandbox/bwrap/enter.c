@@ -2,7 +2,7 @@
  * (entry.py builds it once into the cache), since a Python interpreter's start costs more than the
  * command. Usage: enter PID CWD CAPS root|keep FILTER -- COMMAND...
  *   CAPS: capability numbers kept in the bounding set, comma-separated; FILTER: a file holding the
- *   seccomp program (classic BPF, written by enter.py's seccomp_program); exit 252: the init is gone.
+ *   seccomp program (classic BPF, seccomp.py's, written by hardening); exit 252: the init is gone.
  * Everything is opened before anything is joined, and nothing of the sandbox's runs before the exec. */
 #define _GNU_SOURCE
 #include <errno.h>

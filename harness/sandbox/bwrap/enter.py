@@ -3,15 +3,14 @@
 The way every command (the agent's and the harness's) enters a sandbox: `enter.c` compiled by the host's
 C compiler where it has one (hardening.enter builds it once), else this file run by the host's own
 interpreter, isolated (`python -I -S enter.py PID CWD CAPS root|keep FILTER -- argv...`); both take the
-seccomp program from the FILTER file this module writes (`seccomp_program`). It does what `nsenter` did,
+seccomp program (seccomp.py) from the FILTER file hardening writes. It does what `nsenter` did,
 and what the sandbox's own `setpriv` did after it, without running any program of the sandbox's until
 the command itself:
 - open the init's namespaces and root first (a dead or dying init: exit GONE, one line on stderr);
 - join them (what the caller may join as itself first, then the user namespace and the rest), and
   take the init's root and the working directory;
-- take every capability but CAPS out of the bounding set, set no_new_privs, and load a seccomp filter
-  refusing the kernel keyring (keyctl, add_key, request_key: not namespaced, so a key would outlive every
-  fenced process), as Docker's default profile does;
+- take every capability but CAPS out of the bounding set, set no_new_privs, and load the seccomp filter
+  (the kernel keyring and new user namespaces refused, as Docker's default profile does: seccomp.py);
 - fork (a pid namespace holds only the children of who joined it), exec the command, and exit as it did.
 
 Why not the host's `setpriv` before nsenter: joining a user namespace resets the bounding set to full
@@ -24,44 +23,12 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
-import struct
 import sys
 
 GONE = 252  # exit code: the sandbox's init (or one of its namespaces) is gone
 NAMESPACES = (("user", 0x10000000), ("ipc", 0x08000000), ("uts", 0x04000000), ("net", 0x40000000),
               ("pid", 0x20000000), ("mnt", 0x00020000))
 PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 24, 22, 2
-EPERM = 1
-# The keyring's calls (add_key, request_key, keyctl) per audit architecture. An x86_64 machine also runs
-# i386 code (int 0x80) and the x32 ABI (numbers with bit 30 set): both are covered.
-AUDIT_ARCH = {"x86_64": 0xC000003E, "i386": 0x40000003, "aarch64": 0xC00000B7}
-KEYRING = {"x86_64": (248, 249, 250, 0x40000000 | 248, 0x40000000 | 249, 0x40000000 | 250),
-           "i386": (286, 287, 288), "aarch64": (217, 218, 219)}
-MACHINE_ARCHES = {"x86_64": ("x86_64", "i386"), "aarch64": ("aarch64",)}
-
-
-def seccomp_program(machine: str) -> bytes:
-    """A classic-BPF seccomp filter: ERRNO(EPERM) for the keyring's calls on every architecture this
-    machine runs, and for every call of an architecture it does not know; everything else allowed."""
-    ld_w_abs, jeq_k, ret_k = 0x20, 0x15, 0x06
-    allow, deny = 0x7FFF0000, 0x00050000 | EPERM
-
-    def insn(code: int, jt: int, jf: int, k: int) -> bytes:
-        return struct.pack("HBBI", code, jt, jf, k)
-
-    program = [insn(ld_w_abs, 0, 0, 4)]  # seccomp_data.arch
-    for arch in MACHINE_ARCHES.get(machine, ()):
-        numbers = KEYRING[arch]
-        block = [insn(ld_w_abs, 0, 0, 0)]  # seccomp_data.nr
-        for number in numbers:  # (each check followed by its own deny: no jump targets to count)
-            block += [insn(jeq_k, 0, 1, number), insn(ret_k, 0, 0, deny)]
-        block.append(insn(ret_k, 0, 0, allow))
-        program.append(insn(jeq_k, 0, len(block), AUDIT_ARCH[arch]))
-        program += block
-    program.append(insn(ret_k, 0, 0, deny))  # an architecture we do not know
-    return b"".join(program)
-
-
 def _check(result: int, what: str) -> None:
     if result != 0:
         err = ctypes.get_errno()

@@ -22,6 +22,8 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
+from harness.sandbox.bwrap import seccomp
+
 # What root in a sandbox keeps: what the grader's fence does as root, as in Docker's sandboxes
 # (harness.sandbox.docker.containers.KEPT_CAPS, which says why each). The rest (CAP_SYS_ADMIN: mounts and
 # namespaces of its own, ...) goes: worth nothing on the host, but each is kernel surface.
@@ -75,10 +77,8 @@ def _helper() -> tuple[tuple[str, ...], str]:
 def _found_helper() -> tuple[tuple[str, ...], str]:
     """(the entry helper's command, the seccomp program's file): enter.c compiled into CACHE once per
     source (a few milliseconds a command), else enter.py by this interpreter (tens of milliseconds)."""
-    from harness.sandbox.bwrap.enter import seccomp_program
-
     CACHE.mkdir(parents=True, exist_ok=True)
-    program = seccomp_program(os.uname().machine)
+    program = seccomp.program(os.uname().machine)
     filter_file = CACHE / f"seccomp-{hashlib.sha256(program).hexdigest()[:12]}.bpf"
     if not filter_file.exists():
         _write_once(filter_file, lambda tmp: tmp.write_bytes(program))
