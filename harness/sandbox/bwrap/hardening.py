@@ -6,7 +6,7 @@ every capability in it (and nothing of the init's). So each command is started t
 - the host's prlimit (`nofile`): rlimits survive the join and exec;
 - the entry helper (`enter`: enter.c compiled by the host's C compiler once, else enter.py run by the
   host's interpreter), which joins the namespaces, takes all but CAPS out of the bounding set, sets
-  no_new_privs and loads the keyring filter before it execs the command: nothing of the sandbox's runs
+  no_new_privs and loads the seccomp filter (seccomp.py) before it execs the command: nothing of the sandbox's runs
   until then, so no file the sandbox's root wrote can undo it.
 """
 from __future__ import annotations
@@ -57,7 +57,7 @@ CACHE = Path(os.environ.get("OPTRUNNER_BWRAP_STATE", Path.home() / ".cache" / "o
 
 def enter(init: int, cwd: str) -> list[str]:
     """The host command that runs what follows it in the sandbox of `init` (a host pid), in `cwd`, as its
-    root with CAPS only, no_new_privs and the keyring filter. Run by another user, that user's ids are
+    root with CAPS only, no_new_privs and the seccomp filter. Run by another user, that user's ids are
     kept (root inside: the only ones mapped) rather than set, which its user namespace denies."""
     creds = "root" if os.geteuid() == 0 else "keep"
     keep = ",".join(str(CAP_NUMBERS[cap]) for cap in CAPS)

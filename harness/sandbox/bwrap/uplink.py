@@ -80,6 +80,7 @@ def start(init: int, directory: Path) -> Uplink | None:
                                     pass_fds=(exit_r, ready_w), start_new_session=True)
     except BaseException:
         os.close(exit_w)
+        os.close(ready_r)
         raise
     finally:
         os.close(exit_r)
