@@ -48,15 +48,18 @@ def sandbox_for(task: Task, **limits: object) -> Iterator[DockerSandbox]:
         box.close()
 
 
-def providers_here() -> list[str]:
-    """The sandbox providers this machine can start: docker, and bwrap where it is ready."""
+def bwrap_here() -> bool:
+    """Whether bubblewrap can make sandboxes on this machine."""
     from harness.sandbox.interface import SandboxUnavailable
     from harness.sandbox.providers import provider
 
-    names = ["docker"]
     try:
         provider("bwrap").ensure_ready()
-        names.append("bwrap")
+        return True
     except SandboxUnavailable:
-        pass
-    return names
+        return False
+
+
+def providers_here() -> list[str]:
+    """The sandbox providers this machine can start: docker, and bwrap where it is ready."""
+    return ["docker", *(["bwrap"] if bwrap_here() else [])]

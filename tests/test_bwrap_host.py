@@ -16,10 +16,10 @@ import pytest
 from harness.sandbox.bwrap import registry, rootfs
 from harness.sandbox.bwrap.rootfs import ROOTFS, empty_layer, host_rootfs
 from harness.sandbox.bwrap.sandbox import BwrapSandbox
-from harness.sandbox.interface import SandboxUnavailable
 from harness.sandbox.providers import provider
 from harness.tasks import select_tasks
 from tests.conftest import write_task
+from tests.docker_support import bwrap_here
 from tests.gso_rows import make_gso
 from tests.test_runner import FAST, SLOW, runner
 
@@ -27,15 +27,8 @@ HARBOR = Path(__file__).parent / "fixtures" / "harbor"
 NO_DOCKER = {"DOCKER_HOST": "unix:///nonexistent/docker.sock"}  # any call to an engine fails
 
 
-def _bwrap_here() -> bool:
-    try:
-        provider("bwrap").ensure_ready()
-        return True
-    except SandboxUnavailable:
-        return False
 
-
-pytestmark = pytest.mark.skipif(not _bwrap_here(), reason="bubblewrap cannot make sandboxes on this machine")
+pytestmark = pytest.mark.skipif(not bwrap_here(), reason="bubblewrap cannot make sandboxes on this machine")
 
 
 def _ours(pid: int) -> list[Path]:

@@ -11,22 +11,15 @@ from pathlib import Path
 import pytest
 
 from harness.sandbox.bwrap import rootfs
-from harness.sandbox.interface import SandboxError, SandboxUnavailable
+from harness.sandbox.interface import SandboxError
 from harness.sandbox.providers import provider
 from harness.sandbox.taskimage.contents import DEFAULT_PATH
-from tests.docker_support import smoke_task
+from tests.docker_support import bwrap_here, smoke_task
 
-
-def _bwrap_here() -> bool:
-    try:
-        provider("bwrap").ensure_ready()
-        return True
-    except SandboxUnavailable:
-        return False
 
 
 pytestmark = [pytest.mark.docker,
-              pytest.mark.skipif(not _bwrap_here(), reason="bubblewrap cannot make sandboxes on this machine")]
+              pytest.mark.skipif(not bwrap_here(), reason="bubblewrap cannot make sandboxes on this machine")]
 
 
 def test_docker_images_are_exported_through_the_contract(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,8 +3,6 @@ comments inside them, ARGs in FROM, heredocs; and that the Docker provider's rew
 the host act on the same instructions. Pure: nothing is built here."""
 from __future__ import annotations
 
-import io
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -14,24 +12,7 @@ from harness.sandbox.docker import dockerfile as docker_dockerfile
 from harness.sandbox.docker.dockerfile import from_images, rewrite
 from harness.sandbox.taskimage import dockerfile as reader
 from harness.sandbox.taskimage.dockerfile import Instruction, arg_pairs, from_parts, read
-
-
-def _context(tmp_path: Path, text: str, files: dict[str, str] | None = None) -> Path:
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    for name, data in (files or {}).items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(data)
-    (tmp_path / "Dockerfile").write_text(text)
-    return tmp_path
-
-
-def _members(archive: bytes) -> dict[str, bytes | None]:
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        return {m.name: (tar.extractfile(m).read() if m.isreg() else None) for m in tar.getmembers()}  # type: ignore[union-attr]
-
-
-def _nothing_missing(packages: list[str]) -> list[str]:
-    return []
+from tests.test_recipe_host import _context, _members, none_missing  # (the host recipe's own fixtures)
 
 
 def test_instructions_keep_their_text_and_lines() -> None:
@@ -56,12 +37,12 @@ def test_a_global_arg_names_the_from_image(tmp_path: Path) -> None:
     assert done.text.splitlines()[:2] == ["ARG PY=3.12", "ARG BASE=python:${PY}-slim"]  # the rest as written
     # over the host: the FROM's image in what was changed; a stage sees a global ARG only when it declares it
     single = _context(tmp_path, text.rsplit("FROM", 1)[0])
-    steps = recipe.read(single, _nothing_missing)
+    steps = recipe.read(single, none_missing)
     assert steps.adapted == ["FROM python:3.12-slim -> this host's system (sandbox.rootfs=host)"]
     (run,) = steps.steps
     assert dict(run.env)["BASE"] == "python:3.12-slim" and dict(run.env)["JOBS"] == "2"
     only_global = _context(tmp_path / "g", "ARG SECRET=x\nFROM a\nRUN true\n")
-    assert "SECRET" not in dict(recipe.read(only_global, _nothing_missing).steps[0].env)
+    assert "SECRET" not in dict(recipe.read(only_global, none_missing).steps[0].env)
 
 
 def test_arg_declarations() -> None:
@@ -76,7 +57,7 @@ def test_a_copy_continued_over_lines_is_one_instruction(tmp_path: Path) -> None:
     assert copy.text == "COPY one.txt \\\n     two.txt \\\n     /data"
     # Docker's legacy builder: several sources need a folder destination (the COPY now one line)
     assert rewrite(text, {}).text == "FROM a\nCOPY one.txt two.txt /data/\nRUN ls /data\n"
-    steps = recipe.read(_context(tmp_path, text, {"one.txt": "1", "two.txt": "2"}), _nothing_missing).steps
+    steps = recipe.read(_context(tmp_path, text, {"one.txt": "1", "two.txt": "2"}), none_missing).steps
     assert _members(steps[0].archive) == {"data/one.txt": b"1", "data/two.txt": b"2"}
 
 
@@ -93,7 +74,7 @@ def test_comments_and_blank_lines_inside_a_continued_run_are_dropped(tmp_path: P
     assert [p.requirements for p in done.pip] == [["numpy==1.26.4"]]
     assert "# every target" in done.text and "--no-index" in done.text and done.text.endswith("# after\nWORKDIR /w\n")
     # over the host: one command, the comment out of it
-    steps = recipe.read(_context(tmp_path, text), _nothing_missing).steps
+    steps = recipe.read(_context(tmp_path, text), none_missing).steps
     assert steps[0].command == "make     -j2 all &&     pip install numpy==1.26.4"
 
 
@@ -106,7 +87,7 @@ def test_a_heredoc_is_read_whole_and_refused_over_the_host(tmp_path: Path, text:
     assert [i.keyword for i in instructions] == ["FROM", "WORKDIR", instructions[2].keyword]
     assert instructions[2].heredoc and instructions[2].last == len(text.splitlines())  # its body is its own
     with pytest.raises(recipe.Refused, match="a heredoc") as refused:
-        recipe.read(_context(tmp_path, text), _nothing_missing)
+        recipe.read(_context(tmp_path, text), none_missing)
     assert "\n" not in str(refused.value)
     assert rewrite(text, {"a": "local/a"}).text.splitlines()[2:] == text.splitlines()[2:]  # Docker: as written
 
@@ -140,6 +121,6 @@ def test_both_providers_read_the_same_instructions(tmp_path: Path) -> None:
     assert done.text.splitlines()[1] == "FROM local/base" and "FROM not-an-image" in done.text.splitlines()
     assert done.text.splitlines()[-1] == "COPY a.txt b.txt ./"
     # bwrap: one stage, and a step for each of the same WORKDIR, RUN and COPY instructions
-    steps = recipe.read(_context(tmp_path, TRICKY, {"a.txt": "A", "b.txt": "B"}), _nothing_missing).steps
+    steps = recipe.read(_context(tmp_path, TRICKY, {"a.txt": "A", "b.txt": "B"}), none_missing).steps
     assert [s.text for s in steps] == [i.line for i in instructions[2:]]
     assert steps[1].command == instructions[3].arguments and "FROM not-an-image" in steps[1].command

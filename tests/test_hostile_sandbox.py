@@ -26,7 +26,7 @@ from harness.grader import isolation
 from harness.sandbox.docker import containers
 from harness.sandbox.interface import Sandbox, SandboxLimits, harness_exec
 from harness.sandbox.providers import provider
-from tests.docker_support import providers_here, smoke_task, task_image
+from tests.docker_support import bwrap_here, providers_here, smoke_task, task_image
 from tests.test_hardening_sandbox import mask
 
 pytestmark = pytest.mark.docker  # the images come from Docker for both providers
@@ -166,7 +166,7 @@ def test_the_hosts_loopback_is_out_of_reach_with_and_without_the_network(name: s
         assert lines[outward].startswith("reached host" if network else "unreachable"), done.output
 
 
-@pytest.mark.skipif("bwrap" not in providers_here(), reason="bubblewrap cannot make sandboxes on this machine")
+@pytest.mark.skipif(not bwrap_here(), reason="bubblewrap cannot make sandboxes on this machine")
 def test_both_bwrap_entry_helpers_cut_the_same_powers_and_say_when_the_init_is_gone() -> None:
     """The compiled helper (enter.c) and the interpreter's (enter.py, where there is no C compiler) leave
     the same: the kept capabilities, no_new_privs, the keyring refused; a sandbox whose init is gone is
