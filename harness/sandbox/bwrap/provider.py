@@ -65,14 +65,7 @@ class BwrapProvider:
         images = builder.ensure_images(tasks, base_image, progress, base_map)
         names = sorted({name for found in images.values() for name in (found.agent, found.grading, found.base) if name})
         for name in names:
-            try:
-                rootfs.lookup(name)
-                if rootfs.current(name, builder.image_id(name)):
-                    continue
-            except SandboxError:
-                pass
-            progress(f"bwrap: exporting {name} to a directory")
-            rootfs.export(builder, name)
+            _export(builder, name, progress)
         return images
 
     def start(self, image: str, limits: SandboxLimits | None = None, labels: dict[str, str] | None = None,
@@ -103,9 +96,7 @@ class BwrapProvider:
                                      f"images from {builder.name} (sandbox.rootfs=image), not over the host's "
                                      "system yet")
         tag = builder.add_folder(image, source, dest, kind, progress, then)
-        if not rootfs.current(tag, builder.image_id(tag)):
-            progress(f"bwrap: exporting {tag} to a directory")
-            rootfs.export(builder, tag)
+        _export(builder, tag, progress)
         return tag
 
     # Moving root file systems between machines (runner.executors.ray): present here, or a tar of one.
@@ -146,6 +137,13 @@ class BwrapProvider:
 
     def cleanup(self, scope: CleanupScope = "orphans", labels: dict[str, str] | None = None) -> int:
         return registry.remove_sandboxes(scope, labels)
+
+
+def _export(builder: SandboxProvider, name: str, progress: Progress) -> None:
+    """Image `name` of `builder` exported to a directory, unless that directory is its export already."""
+    if not rootfs.current(name, builder.image_id(name)):
+        progress(f"bwrap: exporting {name} to a directory")
+        rootfs.export(builder, name)
 
 
 if TYPE_CHECKING:  # `make typecheck` holds this provider to the whole protocol

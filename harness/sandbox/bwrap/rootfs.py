@@ -154,11 +154,13 @@ def host_rootfs(name: str, layers: tuple[Path, ...], meta: dict[str, Any]) -> Ro
 
 
 def current(name: str, image_id: str | None) -> bool:
-    """Whether the directory named `name` is the export of the image with this id (a tag rebuilt is not)."""
+    """Whether the directory named `name` is the export of the image with this id, whole (a tag rebuilt, or
+    a directory removed or half-made, is not)."""
     try:
-        return image_id is not None and ident_of(name) == image_id.split(":")[-1]
+        ident = ident_of(name)
     except (OSError, ValueError, KeyError):
         return False
+    return image_id is not None and ident == image_id.split(":")[-1] and (ROOTFS / ident / "meta.json").is_file()
 
 
 def export(images: "SandboxProvider", name: str) -> Rootfs:
