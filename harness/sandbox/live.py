@@ -40,22 +40,24 @@ def tracked() -> list[str]:
         return sorted(_live)
 
 
-def close_all() -> None:
-    """End every live sandbox, then let each provider used sweep what is left of this process's. Nothing
-    raises: the process is exiting, and `harness cleanup` removes what could not be."""
+def close_all() -> set[str]:
+    """End every live sandbox, then let each provider used sweep what is left of this process's; the
+    providers swept. Nothing raises: the process is exiting, and `harness cleanup` removes what could not
+    be."""
     with _lock:
-        closers, sweeps = list(_live.values()), list(_sweeps.values())
+        closers, swept = list(_live.values()), dict(_sweeps)
         _live.clear()
     for close in closers:
         try:
             close()
         except Exception:  # noqa: BLE001 - the next one still gets its turn
             pass
-    for sweep in sweeps:
+    for sweep in swept.values():
         try:
             sweep()
         except Exception:  # noqa: BLE001 - an engine gone away: nothing more can be done here
             pass
+    return set(swept)
 
 
 def _on_signal(signum: int, _frame: object) -> None:

@@ -140,11 +140,12 @@ def provider(name: str = DEFAULT_PROVIDER) -> SandboxProvider:
 
 def remove_mine() -> None:
     """Every sandbox this process started, of every provider it used, removed (a second Ctrl-C's cleanup:
-    harness.signals): the live registry's (harness.sandbox.live), then Docker's sweep by label (sandboxes
-    started without a provider object carry its labels too). Nothing raises: the process is exiting, and
-    `harness cleanup` removes what is left."""
-    live.close_all()
-    for name in sorted({"docker", *_made}):
+    harness.signals): the live registry's (harness.sandbox.live), then the sweep of each provider it did not
+    sweep, Docker's always (a container whose creation answer was lost was never tracked: its labels
+    still say whose it is). Nothing raises: the process is exiting, and `harness cleanup` removes what is
+    left."""
+    swept = live.close_all()
+    for name in sorted({"docker", *_made} - swept):
         try:
             provider(name).cleanup("mine")
         except Exception:  # noqa: BLE001 - the next provider still gets its turn
