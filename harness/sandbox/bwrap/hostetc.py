@@ -44,15 +44,10 @@ def _entries(source: Path) -> list[tuple[str, os.stat_result]]:
         found.append((name, top.lstat()))
         if top.is_dir() and not top.is_symlink():
             for folder, dirs, files in os.walk(top):
-                dirs.sort()
-                for entry in sorted([*dirs, *files]):
-                    path = Path(folder) / entry
-                    relative = str(path.relative_to(source))
-                    if any(relative == s or relative.startswith(s + "/") for s in SKIPPED):
-                        continue
-                    found.append((relative, path.lstat()))
-                dirs[:] = [d for d in dirs if not any(str((Path(folder) / d).relative_to(source)) == s
-                                                      for s in SKIPPED)]
+                kept = {e: str((Path(folder) / e).relative_to(source)) for e in sorted([*dirs, *files])}
+                kept = {e: relative for e, relative in kept.items() if relative not in SKIPPED}
+                dirs[:] = [d for d in sorted(dirs) if d in kept]  # (a skipped folder is not walked either)
+                found += [(relative, (Path(folder) / e).lstat()) for e, relative in kept.items()]
     return [(path, info) for path, info in found if _readable(info)]
 
 
