@@ -78,9 +78,11 @@ def test_a_session_grades_each_patch_as_it_deserves(task: Task, cap: int) -> Non
                                                                          session_patches=cap))
     statuses = [r["status"] for r in reports]
     assert statuses == ["passed", "empty_patch", "test_failed", "passed", "passed"]
-    # The expert's own change, against itself. Its runs take ~1 ms; with fenced test processes their
-    # paired hm has dipped to 0.93 (opt_commit's margin is 5%), so the check is on opt_base and a wider band.
-    assert reports[0]["opt_base"] and reports[0]["opt_stats"]["hm_speedup_patch_commit"] > 0.85
+    # The expert's own change, against itself. Its runs take ~1 ms; with fenced test processes on a loaded
+    # two-core CI machine their paired hm has dipped to 0.93 and once to 0.84 (opt_commit's margin is 5%),
+    # so the check is on opt_base and a band either side of 1 that still catches a side timed wrongly.
+    hm = reports[0]["opt_stats"]["hm_speedup_patch_commit"]
+    assert reports[0]["opt_base"] and 0.7 < hm < 1 / 0.7
     assert not reports[4]["opt_commit"]  # slower than the expert
     assert reports[3] == reports[0]  # the same bytes are graded once
     assert "SyntaxError" in reports[2]["reason"]
