@@ -176,7 +176,7 @@ def test_both_bwrap_entry_helpers_cut_the_same_powers_and_say_when_the_init_is_g
     box = start("bwrap")
     init = box._init  # type: ignore[attr-defined]
     compiled = hardening.enter(init, "/")
-    helper, _ = hardening._helper()
+    helper = hardening._helper("enter")
     assert helper[0].endswith(tuple("0123456789abcdef")), helper  # (this machine has a C compiler)
     prefix = len(hardening.nofile())
     interpreted = [*compiled[:prefix], sys.executable, "-I", "-S", str(hardening.HERE / "enter.py"),

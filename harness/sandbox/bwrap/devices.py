@@ -1,68 +1,21 @@
-"""A sandbox's /dev: device nodes of its own where bwrap's would be the host's.
+"""A sandbox's /dev: bwrap's, and the device nodes of its own GPUs.
 
-bwrap's `--dev` binds the host's own /dev/null, /dev/zero, ... into the sandbox. Run by root, root inside
-is the host's root, and a `chmod 600 /dev/null` there would change the host's node (every later user of
-the machine then fails to open it). So a sandbox run by root gets nodes made in its own directory (as
-Docker makes a container's), bound over bwrap's. Run by another user, the host's nodes belong to a user
-not mapped inside, which cannot change them: bwrap's stay. A sandbox given GPUs (harness.gpus) gets their
-nodes and the driver's control nodes, and no other GPU's: copies of its own when run by root (the same
-device numbers, owner and mode, so CUDA opens them as it would the host's), the host's own otherwise.
+bwrap's `--dev` binds the host's own /dev/null, /dev/zero, ... into the sandbox. They belong to host root,
+which no sandbox maps (ids.py: run by root, a sandbox's root is host uid BASE), so a `chmod 600 /dev/null`
+inside is refused and the host's nodes stay as they are. A sandbox given GPUs (harness.gpus) gets their
+nodes and the driver's control nodes, bound the same way, and no other GPU's.
 """
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Sequence
-from pathlib import Path
 
 from harness.gpus import Gpu, device_nodes
 
-NODES = {"null": (1, 3), "zero": (1, 5), "full": (1, 7), "random": (1, 8), "urandom": (1, 9), "tty": (5, 0)}
 SHM = ("--perms", "1777", "--tmpfs", "/dev/shm")  # /dev/shm as Docker's: a tmpfs anyone may write
 
 
-def own(directory: Path) -> list[str]:
-    """bwrap's arguments binding device nodes made under `directory` over the host's (run by root)."""
-    if os.getuid() != 0:
-        return []
-    folder = directory / "dev"
-    folder.mkdir(exist_ok=True)
-    args = []
-    for name, (major, minor) in NODES.items():
-        node = folder / name
-        if not node.exists():  # (a restart keeps them)
-            os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(major, minor))
-        os.chown(node, 0, 0)  # (past the umask, and whatever the sandbox did to it before a restart)
-        os.chmod(node, 0o666)
-        args += ["--dev-bind", str(node), f"/dev/{name}"]
-    return args
-
-
-def gpus(given: Sequence[Gpu], directory: Path) -> list[str]:
-    """bwrap's arguments for the device nodes of the sandbox's own GPUs and the driver's control nodes
-    (those present), and no other GPU's: copies made under `directory` when run by root."""
-    nodes = [node for node in device_nodes(given) if os.path.exists(node)]
-    if os.getuid() != 0:
-        return [arg for node in nodes for arg in ("--dev-bind", node, node)]
-    folder = directory / "dev" / "gpu"
-    folder.mkdir(parents=True, exist_ok=True)
-    args = []
-    for node in nodes:
-        copy = folder / node.strip("/").replace("/", "_")
-        _copy_node(Path(node), copy)
-        args += ["--dev-bind", str(copy), node]
-    return args
-
-
-def _copy_node(node: Path, copy: Path) -> None:
-    """A device node (or a folder of them, as /dev/nvidia-caps) made again at `copy`, as the host has it."""
-    info = node.stat()
-    if stat.S_ISDIR(info.st_mode):
-        copy.mkdir(exist_ok=True)
-        for member in node.iterdir():
-            if member.is_char_device() or member.is_block_device():
-                _copy_node(member, copy / member.name)
-    elif not copy.exists():
-        os.mknod(copy, stat.S_IFMT(info.st_mode) | 0o600, info.st_rdev)
-    os.chown(copy, info.st_uid, info.st_gid)  # (again on a restart: whatever the sandbox did to it before)
-    os.chmod(copy, stat.S_IMODE(info.st_mode))
+def gpus(given: Sequence[Gpu]) -> list[str]:
+    """bwrap's arguments binding the device nodes of the sandbox's own GPUs and the driver's control nodes
+    (those present), and no other GPU's."""
+    return [arg for node in device_nodes(given) if os.path.exists(node) for arg in ("--dev-bind", node, node)]

@@ -61,29 +61,41 @@ def enter(init: int, cwd: str) -> list[str]:
     kept (root inside: the only ones mapped) rather than set, which its user namespace denies."""
     creds = "root" if os.geteuid() == 0 else "keep"
     keep = ",".join(str(CAP_NUMBERS[cap]) for cap in CAPS)
-    helper, filter_file = _helper()
-    return [*nofile(), *helper, str(init), cwd, keep, creds, filter_file, "--"]
+    return [*nofile(), *_helper("enter"), str(init), cwd, keep, creds, _filter_file(), "--"]
+
+
+def launch(views: str, base: int, count: int, specs: list[str]) -> list[str]:
+    """The host command (root's) that starts what follows it (bwrap) as root of a user namespace of its own
+    whose ids are the host's `base`.. (`count` of them), with `specs` shown at `views` (launch.c says how)."""
+    return [*_helper("launch"), views, str(base), str(count), *specs, "--"]
 
 
 _building = threading.Lock()  # (one build per process: threads starting sandboxes at once wait for it)
 
 
-def _helper() -> tuple[tuple[str, ...], str]:
+def _helper(name: str) -> tuple[str, ...]:
     with _building:
-        return _found_helper()
+        return _found_helper(name)
 
 
 @cache
-def _found_helper() -> tuple[tuple[str, ...], str]:
-    """(the entry helper's command, the seccomp program's file): enter.c compiled into CACHE once per
-    source (a few milliseconds a command), else enter.py by this interpreter (tens of milliseconds)."""
+def _filter_file() -> str:
+    """The seccomp program's file (written once per program)."""
     CACHE.mkdir(parents=True, exist_ok=True)
     program = seccomp.program(os.uname().machine)
     filter_file = CACHE / f"seccomp-{hashlib.sha256(program).hexdigest()[:12]}.bpf"
     if not filter_file.exists():
         _write_once(filter_file, lambda tmp: tmp.write_bytes(program))
-    source = HERE / "enter.c"
-    binary = CACHE / f"enter-{hashlib.sha256(source.read_bytes()).hexdigest()[:12]}"
+    return str(filter_file)
+
+
+@cache
+def _found_helper(name: str) -> tuple[str, ...]:
+    """The command of helper `name` (enter, launch): its C source compiled into CACHE once per source (a
+    few milliseconds a command), else its Python twin by this interpreter (tens of milliseconds)."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    source = HERE / f"{name}.c"
+    binary = CACHE / f"{name}-{hashlib.sha256(source.read_bytes()).hexdigest()[:12]}"
     compiler = shutil.which("cc") or shutil.which("gcc")
     if not binary.exists() and compiler:
         def build(tmp: Path) -> None:
@@ -94,8 +106,8 @@ def _found_helper() -> tuple[tuple[str, ...], str]:
         except (subprocess.SubprocessError, OSError):
             pass
     if binary.exists():
-        return (str(binary),), str(filter_file)
-    return (sys.executable, "-I", "-S", str(HERE / "enter.py")), str(filter_file)
+        return (str(binary),)
+    return (sys.executable, "-I", "-S", str(HERE / f"{name}.py"))
 
 
 def _write_once(target: Path, make: Callable[[Path], object]) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import shlex
 import shutil
@@ -28,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.sandbox.bwrap import recipe, rootfs
+from harness.sandbox.bwrap import ids, recipe, rootfs
 from harness.sandbox.bwrap.rootfs import ROOTFS, empty_layer, host_rootfs, layer_chain
 from harness.sandbox.interface import (BASE_COMMIT_LABEL, GIT_DIR_LABEL, PINS_LABEL, WORKDIR_LABEL, ImageBuildError,
                                        SandboxLimits, TaskImages)
@@ -47,8 +48,9 @@ Build = Callable[["BwrapSandbox"], tuple[dict[str, str], dict[str, str], str]]  
 
 
 def host_identity() -> str:
-    """What a task layer built over this host depends on: its system and its python."""
-    parts = [platform.machine(), platform.python_version()]
+    """What a task layer built over this host depends on: its system, its python, and whose ids its files
+    carry (ids.py)."""
+    parts = [platform.machine(), platform.python_version(), str(ids.BASE if ids.shifted() else os.geteuid())]
     for path in ("/etc/os-release", "/usr/bin/python3"):
         try:
             parts.append(hashlib.sha256(Path(path).read_bytes()).hexdigest())

@@ -28,13 +28,22 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.sandbox import live
-from harness.sandbox.bwrap import cgroups, uplink
+from harness.sandbox.bwrap import cgroups, ids, uplink
 from harness.sandbox.bwrap.outside import exited, pids_in
 
-STATE = Path(os.environ.get("OPTRUNNER_BWRAP_STATE", Path.home() / ".cache" / "optrunner" / "bwrap"))
+# (root's sandboxes' own root, host uid ids.BASE, passes through it to their layers: not root's closed home)
+STATE = Path(os.environ.get("OPTRUNNER_BWRAP_STATE") or ("/var/lib/optrunner/bwrap" if os.geteuid() == 0 else
+                                                         Path.home() / ".cache" / "optrunner" / "bwrap"))
 Scope = Literal["orphans", "mine", "all"]
 META = "sandbox.json"
 ENDED = "ended"  # made in a sandbox's directory before a cleanup kills it: its end is ours, not its processes'
+
+
+def make_state() -> None:
+    """STATE made, and (run by root) checked open to a sandbox's root: SandboxUnavailable in one line."""
+    STATE.mkdir(parents=True, exist_ok=True)
+    if ids.shifted():
+        ids.reachable(STATE)
 
 
 def owner_id() -> str:

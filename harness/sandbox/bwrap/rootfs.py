@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from harness.sandbox.bwrap import ids
 from harness.sandbox.interface import ImageBuildError, ImageConfig, SandboxError
 from harness.sandbox.taskimage.contents import DEFAULT_PATH
 
@@ -125,6 +126,7 @@ def empty_layer(path: Path) -> Path:
     image's (the grader's fenced test processes write there)."""
     for top in (*SYSTEM, ETC, *OWN, ROOT):
         (path / top).mkdir(parents=True)
+        ids.own(path / top)  # (as the sandbox's writes that replace them: ids.py)
     os.chmod(path / "tmp", 0o1777)
     return path
 

@@ -5,9 +5,9 @@ namespaces; given the network, bwrap.uplink connects the last) over an overlay: 
 read-only underneath, a writable layer of its own above (a directory of ours: what changed is read from
 outside, harness.sandbox.overlay). Every command joins those namespaces through a helper of the host's
 (hardening.enter: it cuts root's powers before anything of the sandbox's runs), as root of the
-sandbox's user namespace: a capability there is worth nothing on the host. Run by root, uids 0-65535 map
-to the host's own (the grader's fence can drop to an unprivileged user, as on Docker); run by another user,
-only that one (root inside).
+sandbox's user namespace: a capability there is worth nothing on the host. Run by root, its uids 0-65535
+are a range of host ids no one else has (ids.py: the grader's fence can drop to an unprivileged user, as on
+Docker); run by another user, only that one (root inside).
 
 Guarantees, as DockerSandbox's: a command's timeout stops it (`timeout -k 5` inside, a host backstop
 that ends the sandbox if an exec wedges anyway); output decoded without failing and capped; a dead sandbox
@@ -31,7 +31,7 @@ from typing import Any
 from harness.gpus import Gpu, visible_env
 from harness.sandbox.archive import tar_of
 from harness.sandbox import netns, overlay
-from harness.sandbox.bwrap import cgroups, devices, hardening, outside, registry, uplink
+from harness.sandbox.bwrap import cgroups, devices, hardening, ids, outside, registry, uplink
 from harness.sandbox.bwrap.binary import bwrap_path, nsenter_path, usable
 from harness.sandbox.bwrap.checkpoints import KeptLayers
 from harness.sandbox.bwrap.rootfs import Rootfs
@@ -44,7 +44,6 @@ from harness.sandbox.interface import (BASE_COMMIT_LABEL, GIT_DIR_LABEL, PINS_LA
 KILL_GRACE = 5  # seconds between TERM and KILL inside the sandbox
 BACKSTOP_GRACE = 15  # extra seconds the host waits before declaring an exec wedged
 START_TIMEOUT = 30.0
-IDS = 65536  # uids and gids mapped when run by root
 _NOT_FOUND, _IS_DIR, _NOT_DIR = 44, 45, 46  # exit codes of the file helpers below
 
 
@@ -72,10 +71,11 @@ class BwrapSandbox(KeptLayers):
               labels: dict[str, str] | None = None, gpus: Sequence[Gpu] = ()) -> "BwrapSandbox":
         usable()
         limits = limits or SandboxLimits()
-        registry.STATE.mkdir(parents=True, exist_ok=True)
+        registry.make_state()
         # made under a hidden name and renamed once its record is in: cleanup never sees a nameless one
         made = Path(tempfile.mkdtemp(prefix=".sbx-", dir=registry.STATE))
-        for part in ("upper", "work"):
+        made.chmod(0o711)  # (passed through by the sandbox's root to its layers: ids.py)
+        for part in ("upper", "work", "views"):
             (made / part).mkdir()
         record = {"owner": registry.owner_id(), "labels": labels or {}, "image": rootfs.name}
         (made / registry.META).write_text(json.dumps(record))
@@ -99,11 +99,16 @@ class BwrapSandbox(KeptLayers):
         self._ending = False
         info_r, info_w = os.pipe()
         block_r, block_w = os.pipe()
-        argv = [*hardening.nofile(), bwrap_path(), "--unshare-user", "--userns-block-fd", str(block_r),
+        views = ids.views(self.directory / "views", [low for m in self.rootfs.mounts for low in m.lowers],
+                          [source for source, _ in self.rootfs.binds])
+        if ids.shifted():  # (root: the launch helper takes and maps the user namespace, bwrap runs in it)
+            users = [*hardening.launch(str(views.folder), ids.BASE, ids.IDS, views.specs), bwrap_path()]
+        else:
+            users = [bwrap_path(), "--unshare-user", "--userns-block-fd", str(block_r)]
+        argv = [*hardening.nofile(), *users,
                 "--info-fd", str(info_w), "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try",
-                *self._mounts(),
-                "--proc", "/proc", "--dev", "/dev", "--mqueue", "/dev/mqueue", *devices.own(self.directory),
-                *devices.SHM, *devices.gpus(self.gpus, self.directory),
+                *self._mounts(views),
+                "--proc", "/proc", "--dev", "/dev", "--mqueue", "/dev/mqueue", *devices.SHM, *devices.gpus(self.gpus),
                 *uplink.namespace(self.directory, self.limits.network), "--hostname", "optrunner", "--chdir", "/",
                 *hardening.cap_args(), "--", "sleep", "infinity"]
         log = open(self.directory / "bwrap.log", "wb")
@@ -120,8 +125,9 @@ class BwrapSandbox(KeptLayers):
             self._pidns = registry.pidns_of(self._init) or 0
             # recorded at once: a runner killed from here on leaves a sandbox its cleanup can end
             registry.note(self.directory, init=self._init, pidns=self._pidns)
-            self._map_ids(self._init)
-            os.write(block_w, b"1")
+            if not ids.shifted():
+                ids.map_caller(self._init)
+                os.write(block_w, b"1")
         finally:
             os.close(info_r)
             os.close(block_w)
@@ -132,21 +138,22 @@ class BwrapSandbox(KeptLayers):
             if self._uplink is not None:  # (recorded: a cleanup of this sandbox ends it too)
                 registry.note(self.directory, uplink=self._uplink.pid)
 
-    def _mounts(self) -> list[str]:
-        """bwrap's arguments for the file system: each overlay over its own writable layer, then the links
-        and the host's folders bound read-only."""
+    def _mounts(self, views: ids.Views) -> list[str]:
+        """bwrap's arguments for the file system: each overlay over its own writable layer (the sandbox
+        root's), then the links and the host's folders bound read-only; the host's files through `views`."""
         args: list[str] = []
         for mount in self.rootfs.mounts:
             upper, work = self.upper / mount.key, self.work / mount.key
             upper.mkdir(parents=True, exist_ok=True)
             work.mkdir(parents=True, exist_ok=True)
+            ids.own(upper, work)
             # (bwrap stacks each --overlay-src above the ones before it: the top layer comes last)
-            args += [arg for lower in reversed(mount.lowers) for arg in ("--overlay-src", str(lower))]
+            args += [arg for lower in reversed(mount.lowers) for arg in ("--overlay-src", views.of(lower))]
             args += ["--overlay", str(upper), str(work), mount.dest]
         for target, path in self.rootfs.symlinks:
             args += ["--symlink", target, path]
         for source, path in self.rootfs.binds:
-            args += ["--ro-bind", source, path]
+            args += ["--ro-bind", views.of(source), path]
         return args
 
     def _read_info(self, fd: int) -> dict[str, Any]:
@@ -164,20 +171,6 @@ class BwrapSandbox(KeptLayers):
             if self._keeper is not None and self._keeper.poll() is not None:
                 raise SandboxUnavailable(f"bwrap: the sandbox did not start: {self._log_line()}")
         raise SandboxError("bwrap: the sandbox did not start within 30 s")
-
-    def _map_ids(self, pid: int) -> None:
-        """Map the user namespace's ids: 0-65535 onto the host's own when we are root, else only ours."""
-        uid, gid = os.geteuid(), os.getegid()
-        try:
-            if uid == 0:
-                Path(f"/proc/{pid}/uid_map").write_text(f"0 0 {IDS}\n")
-                Path(f"/proc/{pid}/gid_map").write_text(f"0 0 {IDS}\n")
-            else:
-                Path(f"/proc/{pid}/setgroups").write_text("deny\n")
-                Path(f"/proc/{pid}/uid_map").write_text(f"0 {uid} 1\n")
-                Path(f"/proc/{pid}/gid_map").write_text(f"0 {gid} 1\n")
-        except OSError as err:
-            raise SandboxUnavailable(f"bwrap: cannot map the sandbox's user ids ({err.strerror})") from None
 
     def _wait_running(self) -> None:
         """Until the init runs the keep-alive (its set-up, the mounts, is done by then)."""
