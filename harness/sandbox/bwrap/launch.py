@@ -76,17 +76,17 @@ def main(argv: list[str]) -> int:
             if os.read(go_r, 1) == b"1":
                 _show(libc, parent, views, base, count, specs)
                 code = 0
-        except (Failed, OSError) as err:
-            print(f"optrunner-launch: {err}", file=sys.stderr)
+        except (Failed, OSError) as why:
+            print(f"optrunner-launch: {why}", file=sys.stderr)
         os._exit(code)
     os.close(go_r)
     unshared = libc.unshare(NEWUSER)
-    err = ctypes.get_errno()
+    saved = ctypes.get_errno()
     os.write(go_w, b"1")
     os.close(go_w)
     _, status = os.waitpid(child, 0)
     if unshared != 0:
-        raise Failed(f"taking a user namespace: {os.strerror(err)}")
+        raise Failed(f"taking a user namespace: {os.strerror(saved)}")
     if os.waitstatus_to_exitcode(status) != 0:
         return 125  # (the child said why)
     os.setresgid(0, 0, 0)

@@ -41,9 +41,16 @@ ENDED = "ended"  # made in a sandbox's directory before a cleanup kills it: its 
 
 def make_state() -> None:
     """STATE made, and (run by root) checked open to a sandbox's root: SandboxUnavailable in one line."""
-    STATE.mkdir(parents=True, exist_ok=True)
-    if ids.shifted():
-        ids.reachable(STATE)
+    if not ids.shifted():
+        STATE.mkdir(parents=True, exist_ok=True)
+        return
+    if STATE.is_dir() and not STATE.stat().st_mode & 0o001:  # (its own: passed through, never listed, by the range)
+        STATE.chmod(STATE.stat().st_mode | 0o711)
+    ids.reachable(STATE)  # (before anything is made)
+    for part in reversed((STATE, *STATE.parents)):  # the folders made here are open whatever the umask
+        if not part.exists():
+            part.mkdir(exist_ok=True)
+            part.chmod(0o711)
 
 
 def owner_id() -> str:
