@@ -1,4 +1,4 @@
-"""The one Dockerfile reader both providers use (harness.sandbox.taskimage.dockerfile): continuations,
+"""The one Dockerfile reader both providers use (harness.dockerfile): continuations,
 comments inside them, ARGs in FROM, heredocs; and that the Docker provider's rewrite and bwrap's recipe over
 the host act on the same instructions. Pure: nothing is built here."""
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 from harness.sandbox.bwrap import recipe
 from harness.sandbox.docker import dockerfile as docker_dockerfile
 from harness.sandbox.docker.dockerfile import from_images, rewrite
-from harness.sandbox.taskimage import dockerfile as reader
-from harness.sandbox.taskimage.dockerfile import Instruction, arg_pairs, from_parts, read
+from harness import dockerfile as reader
+from harness.dockerfile import Instruction, arg_pairs, from_parts, read
 from tests.test_recipe_host import _context, _members, none_missing  # (the host recipe's own fixtures)
 
 
@@ -124,3 +124,15 @@ def test_both_providers_read_the_same_instructions(tmp_path: Path) -> None:
     steps = recipe.read(_context(tmp_path, TRICKY, {"a.txt": "A", "b.txt": "B"}), none_missing).steps
     assert [s.text for s in steps] == [i.line for i in instructions[2:]]
     assert steps[1].command == instructions[3].arguments and "FROM not-an-image" in steps[1].command
+
+
+def test_an_escape_directive_names_the_continuation_character() -> None:
+    """`# escape=`` ` (Windows-style files): a backtick continues a line and a backslash is a path's. A
+    directive is read only before anything else, as Docker reads it."""
+    text = "# escape=`\nFROM debian:bookworm-slim\nRUN echo a `\n    b\nWORKDIR C:\\\\work\\\\\nRUN echo c\n"
+    assert [(i.keyword, i.arguments) for i in read(text)] == [
+        ("FROM", "debian:bookworm-slim"), ("RUN", "echo a     b"), ("WORKDIR", "C:\\\\work\\\\"), ("RUN", "echo c")]
+    late = "FROM x\n# escape=`\nRUN echo a `\nRUN echo b \\\n  c\n"  # after an instruction: a comment only
+    assert [i.arguments for i in read(late)] == ["x", "echo a `", "echo b   c"]
+    assert reader.escape_of(["# syntax=docker/dockerfile:1", "# Escape = `", "FROM x"]) == "`"
+    assert reader.escape_of(["", "# escape=`"]) == "\\"  # a blank line ends the directives

@@ -106,6 +106,8 @@ def test_dockerfile_rewrite_for_offline_builds() -> None:
     assert "COPY --from=build /out/app /usr/local/bin/app" in lines and 'COPY ["x y", "/app/"]' in lines
     assert dockerfile_workdir(dockerfile) == "/app"
     assert dockerfile_workdir("FROM x\nWORKDIR /srv\nWORKDIR sub\n") == "/srv/sub"
+    # the project's one reader: a continued WORKDIR, and a heredoc's body is no instruction
+    assert dockerfile_workdir("FROM x\nWORKDIR \\\n  /opt/app\nRUN <<EOF\nWORKDIR /nowhere\nEOF\n") == "/opt/app"
 
 
 @pytest.mark.parametrize("txt, raw_json, reward, extras, reason", [

@@ -7,8 +7,8 @@
 - a sandbox provider is named by the run's setting, never in code: outside harness/sandbox/ nothing calls
   `provider("docker")` or compares a value with a provider's name (`if name == "bwrap"`);
 - the providers share one contract and no code: a provider's package imports nothing of another's (what
-  both need is in harness.sandbox.taskimage, which imports none), and outside harness/sandbox/ nothing
-  imports a provider's own modules (tests may);
+  both need is in harness.sandbox.taskimage and harness.dockerfile, which import none), and outside
+  harness/sandbox/ nothing imports a provider's own modules (tests may);
 - the engine bootstrap runs on the bare system Python: it and the package files on its path import
   only the standard library.
 """

@@ -10,7 +10,7 @@ import pytest
 
 from harness.sandbox.bwrap.recipe import Refused, read, system_packages
 from harness.sandbox.taskimage.contents import DEFAULT_PATH
-from harness.sandbox.taskimage.dockerfile import substitute
+from harness.dockerfile import substitute
 
 
 def _context(tmp_path: Path, dockerfile: str, files: dict[str, str] | None = None) -> Path:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import gpus
+from harness.dockerfile import read
 from harness.tasks.ids import check_id
 from harness.tasks.task import RewardCheck, Task, TaskError, refuse_links_out
 
@@ -70,10 +71,9 @@ def _number(table: dict[str, Any], key: str, where: str) -> float | None:
 def dockerfile_workdir(dockerfile: str) -> str:
     """The last WORKDIR of a Dockerfile (relative ones joined), "/" without one: where the agent works."""
     workdir = "/"
-    for line in dockerfile.splitlines():
-        parts = line.strip().split(None, 1)
-        if len(parts) == 2 and parts[0].upper() == "WORKDIR":
-            path = parts[1].strip().strip('"')
+    for instruction in read(dockerfile):  # (a heredoc's body or a continued line is no instruction of its own)
+        if instruction.keyword == "WORKDIR" and instruction.arguments.strip():
+            path = instruction.arguments.strip().strip('"')
             workdir = path if path.startswith("/") else os.path.join(workdir, path)
     return workdir
 

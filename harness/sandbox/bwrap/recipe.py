@@ -1,6 +1,6 @@
 """A Harbor task's Dockerfile read as steps to run over the host's own system (`sandbox.rootfs=host`).
 
-The Dockerfile is read by the reader both providers share (harness.sandbox.taskimage.dockerfile).
+The Dockerfile is read by the reader both providers share (harness.dockerfile).
 With no Docker, no image is pulled: the host's system takes the place of the `FROM` image, and the
 instructions that shape the task's files are applied in a build sandbox over it (hostfs.py): COPY and ADD
 of the build context, WORKDIR, ENV and ARG, RUN. What cannot be done that way is refused before anything
@@ -22,9 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.sandbox.taskimage import dockerfile
+from harness import dockerfile
 from harness.sandbox.taskimage.contents import DEFAULT_PATH
-from harness.sandbox.taskimage.dockerfile import arg_pairs, from_parts, substitute
+from harness.dockerfile import arg_pairs, from_parts, substitute
 
 IGNORED = {"CMD", "ENTRYPOINT", "EXPOSE", "LABEL", "VOLUME", "HEALTHCHECK", "STOPSIGNAL", "MAINTAINER", "ONBUILD"}
 # A shell command of a system package manager (with its arguments, up to the next ; & | or line end).

@@ -7,7 +7,7 @@ overrides any of them. A substituted stage's `pip install` lines install from wh
 (wheels.py), since pip inside a build may not reach the index; other registries (cargo, npm, go) still
 need the network the build has. One more rewrite: `COPY a b dest` and `COPY *.go dest` get a trailing slash on
 `dest`, which Docker's legacy builder requires. The Dockerfile is read by the reader the bwrap provider
-uses too (harness.sandbox.taskimage.dockerfile).
+uses too (harness.dockerfile).
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ from harness.sandbox.docker.wheels import (IN_IMAGE, WHEELS_IMAGE, PipInstall, c
                                              download, offline_pip)
 from harness.sandbox.interface import ImageBuildError
 from harness.sandbox.taskimage.contents import ADAPTED, DEFAULT_PATH, content_hash
-from harness.sandbox.taskimage.dockerfile import from_parts, read
+from harness.dockerfile import from_parts, read
 from harness.tasks.task import Task
 
 

@@ -1,14 +1,15 @@
-"""A Dockerfile read as instructions: the one reader both providers use (the Docker provider to rewrite a
-task's Dockerfile for this machine, bubblewrap to run it over the host's system).
+"""A Dockerfile read as instructions: the one reader of the project (the Docker provider rewrites a task's
+Dockerfile for this machine with it, bubblewrap runs it over the host's system, the Harbor task loader finds
+where the agent works). It imports nothing of ours: both the task and the sandbox layers use it.
 
-It reads what Docker's parser reads: a backslash at a line's end continues the instruction on the next
-line, and comment lines and blank lines inside a continued instruction are dropped; the continued lines
+It reads what Docker's parser reads: the escape character (a backslash, or what a leading `# escape=`
+parser directive names: a backtick) at a line's end continues the instruction on the next line, and comment lines and blank lines inside a continued instruction are dropped; the continued lines
 are joined as Docker joins them (the backslash and the line break removed, nothing else). Lines before
 and between instructions (comments, blanks, parser directives) belong to no instruction. A `FROM` names
 its image with the ARGs declared before the first FROM substituted (their defaults: no build argument is
 ever passed here). A RUN, COPY or ADD with a heredoc (`<<EOF` ... `EOF`, BuildKit's) is marked and its
 body kept with it, so that a reader which cannot run it refuses it rather than reads the body as
-instructions. The `# escape=` directive is not read: a backslash is always the escape character.
+instructions.
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ import re
 import shlex
 from dataclasses import dataclass
 
-_CONTINUED = re.compile(r"\\[ \t]*$")  # Docker's: a backslash, then only blanks to the line's end
+# Docker's parser directives: `# name=value` lines before anything else (a blank line ends them too)
+_DIRECTIVE = re.compile(r"#\s*([A-Za-z]+)\s*=\s*(\S+)\s*$")
 # `<<EOF`, `<<-EOF`, `<<"EOF"` (not bash's here-string `<<<`, nor a shift such as `1<<3`)
 _HEREDOC = re.compile(r"(?<!<)<<(?!<)-?\s*([\"']?)([A-Za-z_][A-Za-z0-9_]*)\1")
 _HEREDOC_KEYWORDS = ("RUN", "COPY", "ADD")  # where BuildKit reads heredocs
@@ -74,9 +76,22 @@ def from_parts(arguments: str) -> tuple[str, str]:
     return image, alias
 
 
+def escape_of(lines: list[str]) -> str:
+    """The escape character the file's parser directives name (a backslash without one)."""
+    for line in lines:
+        directive = _DIRECTIVE.match(line.strip())
+        if directive is None:
+            break
+        if directive.group(1).lower() == "escape" and directive.group(2) in ("\\", "`"):
+            return directive.group(2)
+    return "\\"
+
+
 def read(text: str) -> list[Instruction]:
     """The instructions of Dockerfile `text`, in order."""
     lines = text.splitlines()
+    # the escape character, then only blanks to the line's end: the instruction goes on
+    continued = re.compile(re.escape(escape_of(lines)) + r"[ \t]*$")
     out: list[Instruction] = []
     global_args: dict[str, str] = {}  # ARGs before the first FROM: what a FROM may use
     staged = False  # a FROM was read
@@ -88,10 +103,10 @@ def read(text: str) -> list[Instruction]:
             continue
         first, last, joined = i, i, ""
         while True:  # Docker's continuation: comment and blank lines inside are dropped
-            if _CONTINUED.search(line) is None:
+            if continued.search(line) is None:
                 joined += line
                 break
-            joined += _CONTINUED.sub("", line)
+            joined += continued.sub("", line)
             i += 1
             while i < len(lines) and (not lines[i].strip() or _is_comment(lines[i])):
                 i += 1
