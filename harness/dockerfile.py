@@ -3,8 +3,9 @@ Dockerfile for this machine with it, bubblewrap runs it over the host's system, 
 where the agent works). It imports nothing of ours: both the task and the sandbox layers use it.
 
 It reads what Docker's parser reads: the escape character (a backslash, or what a leading `# escape=`
-parser directive names: a backtick) at a line's end continues the instruction on the next line, and comment lines and blank lines inside a continued instruction are dropped; the continued lines
-are joined as Docker joins them (the backslash and the line break removed, nothing else). Lines before
+parser directive names: a backtick) at a line's end continues the instruction on the next line, and
+comment lines and blank lines inside a continued instruction are dropped; the continued lines are joined
+as Docker joins them (the escape character and the line break removed, nothing else). Lines before
 and between instructions (comments, blanks, parser directives) belong to no instruction. A `FROM` names
 its image with the ARGs declared before the first FROM substituted (their defaults: no build argument is
 ever passed here). A RUN, COPY or ADD with a heredoc (`<<EOF` ... `EOF`, BuildKit's) is marked and its

@@ -28,6 +28,7 @@ from harness.atomic import write_bytes
 from harness.models.records import CallRecord, Usage
 from harness.sandbox.interface import Checkpointable, Portable, Sandbox, SandboxError
 from harness.sandbox.providers import SandboxProvider
+from harness.sandbox import kept
 from harness.sandbox.kept import FILE_LABEL  # the file that names a kept sandbox (harness cleanup reads it)
 from scaffolds.checkpoint import FORMAT, Checkpoints, EpisodeState
 
@@ -135,7 +136,7 @@ class CheckpointDir:
         except ValueError:
             return None
         ok = isinstance(data, dict) and isinstance(data.get("state"), dict) and data["state"].get("format") == FORMAT
-        return data if ok and isinstance(data.get("image"), str) else None
+        return data if ok and kept.current(data) is not None else None
 
     def _write(self, task_id: str, index: int, found: dict[str, Any]) -> None:
         self.files.write(self.name(task_id, index), json.dumps(found, indent=1, default=str).encode())
@@ -157,20 +158,21 @@ class CheckpointDir:
             image = sandbox.checkpoint(f"{IMAGE}:{key}-{len(state.steps)}",
                                        {FILE_LABEL: self.files.where(self.name(task_id, index))})
             self.here.setdefault((task_id, index), set()).add(image)
-            found: dict[str, Any] = {"image": image, "written_at": time.time(), "older": []}
+            found: dict[str, Any] = {**kept.naming(image), "written_at": time.time()}
             if portable is not None:
                 data, alone = portable.export_checkpoint(image)
                 archive = self.name(task_id, index, f".{len(state.steps)}.tar")
                 self.files.write(archive, data)
                 found.update(base=base, archives=[*([] if alone else chain), archive])
-            older = list(before.get("older") or []) if before is not None else []
-            if before is not None and before["image"] == started_from and started_from not in older:
+            older = kept.older(before) if before is not None else []
+            if started_from and before is not None and kept.current(before) == started_from \
+                    and started_from not in older:
                 older.append(started_from)
-            self._write(task_id, index, {**found, "older": older, "state": state.to_dict()})
+            self._write(task_id, index, {**found, **kept.naming(image, older), "state": state.to_dict()})
             if before is not None:
                 for archive in set(before.get("archives") or []) - set(found.get("archives") or []):
                     self.files.remove(archive)
-                if before["image"] not in (image, started_from):
+                if kept.current(before) not in (image, started_from):
                     self._remove(before["image"])
 
         return save
@@ -236,7 +238,7 @@ class CheckpointDir:
                      *((found or {}).get("archives") or [])]:
             self.files.remove(name)
         if found is not None:
-            for image in [found["image"], *(found.get("older") or [])]:
+            for image in [found["image"], *kept.older(found)]:
                 self._remove(image)
 
     def drop_local(self, task_id: str, index: int) -> None:

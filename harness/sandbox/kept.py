@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 HOST_LABEL = "optrunner.checkpoint.host"  # the host whose run made it
 FILE_LABEL = "optrunner.checkpoint.file"  # the checkpoint file that names it on that host
@@ -22,13 +23,32 @@ def marks(labels: dict[str, str] | None = None) -> dict[str, str]:
     return {HOST_LABEL: socket.gethostname(), **(labels or {})}
 
 
+# The checkpoint file is the runner's (its state, its archives, ...); these two keys are what this layer reads
+# of it, so this layer writes them too (`naming`).
+def naming(image: str, older: Iterable[str] = ()) -> dict[str, Any]:
+    """The part of a checkpoint file that names kept sandboxes: the current one (`image`), and the older ones a
+    sandbox still runs on (`older`), kept until its rollout is recorded."""
+    return {"image": image, "older": list(older)}
+
+
+def current(data: Mapping[str, Any]) -> str | None:
+    """The kept sandbox a checkpoint file's data names as current (None: it names none)."""
+    image = data.get("image")
+    return image if isinstance(image, str) else None
+
+
+def older(data: Mapping[str, Any]) -> list[str]:
+    """The older kept sandboxes a checkpoint file's data keeps."""
+    return [name for name in data.get("older") or [] if isinstance(name, str)]
+
+
 def forgotten(labels: dict[str, str], names: Iterable[str]) -> bool:
     """Whether a kept sandbox known by `names` (an image's tags) is one no checkpoint file needs any more."""
     if labels.get(HOST_LABEL) != socket.gethostname():
         return False
     try:
         found = json.loads(Path(labels.get(FILE_LABEL, "")).read_text())
-        needed = {found.get("image"), *(found.get("older") or [])}
+        needed = {current(found), *older(found)}
     except (OSError, ValueError, AttributeError, TypeError):
         return True
     return not needed & set(names)
