@@ -161,3 +161,32 @@ def test_gso_rows_build_over_the_host_and_the_agent_sees_no_expert(tmp_path: Pat
     with provider("bwrap").start(images[task.id].agent) as box:
         assert box.exec(f"git cat-file -e {row['opt_commit']}").exit_code != 0
         assert box.exec("git rev-parse HEAD").output.strip() == row["base_commit"]
+
+
+def test_the_made_etc_keeps_the_allowed_and_public_and_follows_the_host_after_recheck(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No GPU, no sandbox: the made /etc of a host /etc written here. Allowed and readable by all: copied;
+    kept from others, or not allowed: not; people's accounts out. A process reuses the folder it made until
+    RECHECK has passed, then a changed host /etc gives a new one."""
+    from harness.sandbox.bwrap import hostetc
+
+    source, cache = tmp_path / "etc", tmp_path / "cache"
+    (source / "ssl" / "private").mkdir(parents=True)
+    (source / "ssl" / "cert.pem").write_text("public\n")
+    (source / "ssl" / "private" / "key.pem").write_text("private\n")
+    (source / "os-release").write_text("ID=test\n")
+    (source / "shells").write_text("/bin/sh\n")
+    (source / "shells").chmod(0o600)  # allowed by name, but kept from others
+    (source / "environment").write_text("API_KEY=secret\n")
+    (source / "passwd").write_text("root:x:0:0:root:/root:/bin/bash\nann:x:1000:1000:Ann:/home/ann:/bin/sh\n")
+    first = hostetc.made(cache, source)
+    assert (first / "ssl" / "cert.pem").read_text() == "public\n" and (first / "os-release").is_file()
+    for absent in ("ssl/private", "shells", "environment"):
+        assert not (first / absent).exists(), absent
+    assert "ann" not in (first / "passwd").read_text() and "root:x:0:0" in (first / "passwd").read_text()
+    (source / "os-release").write_text("ID=changed\n")
+    assert hostetc.made(cache, source) == first  # within RECHECK: the folder made
+    monkeypatch.setattr(hostetc, "RECHECK", 0.0)
+    again = hostetc.made(cache, source)
+    assert again != first and (again / "os-release").read_text() == "ID=changed\n"
+    assert (first / "os-release").read_text() == "ID=test\n"  # sandboxes on the old one keep it

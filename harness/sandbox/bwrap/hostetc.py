@@ -6,8 +6,9 @@ from an allow-list of what programs need to run (the loader's cache, certificate
 zone settings, Debian's alternatives, the shells' system files, Python's), copied from the host, plus
 `passwd` and `group` with the system's accounts only (no person's name or home), and a `hosts` of its
 own. A file the host keeps from other users (not readable by all) is never copied, even when its name is
-allowed. The folder is named after its contents: a changed host /etc makes a new one, and sandboxes
-running on the old one keep it.
+allowed. The folder is named after its contents: a changed host /etc makes a new one (for sandboxes
+started from RECHECK seconds after the change on: reading it costs more than starting a sandbox, so a
+process reads it that often at most), and sandboxes running on the old one keep it.
 """
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import os
 import shutil
 import stat
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 # What is copied (those present): files, links and folders, under /etc.
@@ -27,6 +30,9 @@ ALLOWED = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "nsswitch.conf", "host.c
 SKIPPED = ("ssl/private",)  # inside an allowed folder, never copied
 FIRST_PERSON_ID = 1000  # accounts from here up are people's (Debian's policy), except nobody
 NOBODY = 65534
+RECHECK = 60.0  # seconds a process uses the /etc it made before it reads the host's again
+_recent: dict[tuple[Path, Path], tuple[float, Path]] = {}  # (cache, source) -> (when made, the folder)
+_lock = threading.Lock()
 HOSTS = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\toptrunner\n"
 
 
@@ -80,7 +86,19 @@ def _generated(source: Path) -> dict[str, str]:
 
 
 def made(cache: Path, source: Path = Path("/etc")) -> Path:
-    """The sandbox's /etc for the host's `source` (made under `cache` once per contents)."""
+    """The sandbox's /etc for the host's `source` (made under `cache` once per contents; the host's read
+    again after RECHECK seconds)."""
+    with _lock:
+        when, folder = _recent.get((cache, source), (0.0, Path()))
+        if time.monotonic() - when < RECHECK and folder.is_dir():
+            return folder
+    folder = _made(cache, source)
+    with _lock:
+        _recent[(cache, source)] = (time.monotonic(), folder)
+    return folder
+
+
+def _made(cache: Path, source: Path) -> Path:
     entries, generated = _entries(source), _generated(source)
     digest = hashlib.sha256()
     for path, info in entries:
