@@ -4,6 +4,8 @@ else has (harness.sandbox.bwrap.ids), so:
   no one root inside either (every command runs with no_new_privs), on both providers;
 - a root-only host file the sandbox is shown (OPTRUNNER_BWRAP_HOST_DIRS) stays closed to it, and what it
   writes is the range's on the host;
+- a `chmod 000 /dev/null` inside leaves the host's node as it was (Docker: the container's own node;
+  bwrap: the host's, refused);
 - both launch helpers (launch.c, and launch.py where there is no C compiler) map the range;
 - a state folder the range's root cannot pass through is refused in one line, before anything is made.
 Before, root's sandboxes mapped ids 0-65535 to the host's own: each case failed.
@@ -51,6 +53,22 @@ def test_a_setuid_bash_kept_in_a_checkpoint_gives_no_one_root(name: str) -> None
             assert copy.stat().st_uid == ids.BASE and copy.stat().st_mode & 0o4000
     finally:
         provider(name).remove_image(kept)
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("name", providers_here())
+def test_a_chmod_of_a_device_node_inside_leaves_the_hosts_as_it_was(name: str) -> None:
+    before = os.stat("/dev/null")
+    box = start(name)
+    try:
+        box.exec("chmod 000 /dev/null /dev/zero; chown 65534 /dev/null", timeout=30)
+        inside = box.exec("stat -c %a /dev/null", timeout=30).output.strip()
+    finally:
+        box.close()
+    after = os.stat("/dev/null")
+    assert (after.st_mode, after.st_uid, after.st_rdev) == (before.st_mode, before.st_uid, before.st_rdev)
+    if name == "bwrap":  # the host's node, which no sandbox owns: the chmod was refused
+        assert inside == f"{before.st_mode & 0o777:o}", inside
 
 
 @AS_ROOT
