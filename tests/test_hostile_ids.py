@@ -136,3 +136,29 @@ def test_a_state_folder_closed_to_the_range_is_refused_in_one_line(tmp_path: Pat
     said = str(refused.value)
     assert "\n" not in said and f"chmod o+x {closed}" in said and "OPTRUNNER_BWRAP_STATE" in said, said
     assert not (closed / "bwrap").exists()  # nothing made
+
+
+@AS_ROOT
+@BWRAP
+def test_where_idmapped_views_fail_roots_sandboxes_say_so_once_and_keep_the_hosts_nodes_safe(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A machine without idmapped mounts (gVisor, old kernels): the probe's launch fails, here through a range
+    the kernel refuses to map. Root's sandboxes then map the host's ids, as before, the run says so in one
+    line, and device nodes are the sandbox's own copies (a chmod inside changes the copy only)."""
+    from harness.sandbox.bwrap import ids, rootfs
+    from harness.sandbox.bwrap.sandbox import BwrapSandbox
+
+    monkeypatch.setattr(ids, "_probed", [])
+    monkeypatch.setattr(ids, "BASE", 2**32 - 16)
+    assert not ids.shifted() and not ids.shifted()
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1 and "cannot give root's sandboxes ids of their own" in said, said
+    before = os.stat("/dev/null")
+    box = BwrapSandbox.start(rootfs.host_rootfs("t", (rootfs.empty_layer(tmp_path / "layer"),), {}))
+    try:
+        seen = box.exec("cat /proc/self/uid_map; chmod 000 /dev/null; stat -c %a /dev/null", timeout=30)
+    finally:
+        box.close()
+    assert seen.output.split() == ["0", "0", str(ids.IDS), "0"], seen.output
+    after = os.stat("/dev/null")
+    assert (after.st_mode, after.st_uid) == (before.st_mode, before.st_uid)

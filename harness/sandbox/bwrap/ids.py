@@ -17,10 +17,18 @@ namespace of the sandbox's own (they go with it):
 - the host's folders named in OPTRUNNER_BWRAP_HOST_DIRS as they are: root's files there stay root's.
 The sandbox's writable layers and its other files live under the bwrap state folder, which uid BASE must
 be able to pass through (root's default is /var/lib/optrunner/bwrap, not root's closed home).
+
+A kernel or file system that cannot make idmapped mounts (gVisor, kernels before 5.19) would leave an
+image's files nobody's: there, probed once per process, root's sandboxes map ids 0-65535 to the host's
+own, as before, and the run says so once.
 """
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import tempfile
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,9 +42,39 @@ BASE = int(os.environ.get("OPTRUNNER_BWRAP_ID_BASE", str(0x70000000)), 0)
 IDS = 65536  # ids mapped: 0-65535, as Docker images use
 
 
+_probed: list[bool] = []
+_probing = threading.Lock()
+
+
 def shifted() -> bool:
-    """Whether sandboxes map the range (we are root) rather than the caller alone."""
-    return os.geteuid() == 0
+    """Whether sandboxes map the range: we are root, and this machine makes idmapped views (probed once)."""
+    if os.geteuid() != 0:
+        return False
+    with _probing:
+        if not _probed:
+            _probed.append(_views_work())
+        return _probed[0]
+
+
+def _views_work() -> bool:
+    """Whether the launch helper shows a folder through an idmapped view here; if not, says so once."""
+    from harness.sandbox.bwrap import hardening
+
+    with tempfile.TemporaryDirectory(prefix="optrunner-ids-") as tmp:
+        (Path(tmp) / "views").mkdir()
+        (Path(tmp) / "source").mkdir()
+        argv = [*hardening.launch(f"{tmp}/views", BASE, IDS, [f"i:{tmp}/source"]), "true"]
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.SubprocessError) as err:
+            said = str(err)
+        else:
+            if done.returncode == 0:
+                return True
+            said = (done.stderr.strip().splitlines() or ["no output"])[-1]
+    print(f"bwrap: this machine cannot give root's sandboxes ids of their own ({said[:200]}); they map the "
+          "host's own ids 0-65535, so root inside is host root for every file a sandbox is shown", file=sys.stderr)
+    return False
 
 
 def own(*paths: Path) -> None:
@@ -93,9 +131,14 @@ def views(folder: Path, lowers: Iterable[Path], binds: Iterable[str]) -> Views:
 
 
 def map_caller(pid: int) -> None:
-    """Run by another user: map the user namespace of bwrap's child `pid` to the caller alone (root inside)."""
+    """Map the user namespace of bwrap's child `pid` when the range is not used: run by another user, to the
+    caller alone (root inside); run by root where idmapped views cannot be made, ids 0-65535 to the host's."""
     uid, gid = os.geteuid(), os.getegid()
     try:
+        if uid == 0:
+            Path(f"/proc/{pid}/uid_map").write_text(f"0 0 {IDS}\n")
+            Path(f"/proc/{pid}/gid_map").write_text(f"0 0 {IDS}\n")
+            return
         Path(f"/proc/{pid}/setgroups").write_text("deny\n")
         Path(f"/proc/{pid}/uid_map").write_text(f"0 {uid} 1\n")
         Path(f"/proc/{pid}/gid_map").write_text(f"0 {gid} 1\n")

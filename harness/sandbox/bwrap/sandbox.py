@@ -108,7 +108,8 @@ class BwrapSandbox(KeptLayers):
         argv = [*hardening.nofile(), *users,
                 "--info-fd", str(info_w), "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try",
                 *self._mounts(views),
-                "--proc", "/proc", "--dev", "/dev", "--mqueue", "/dev/mqueue", *devices.SHM, *devices.gpus(self.gpus),
+                "--proc", "/proc", "--dev", "/dev", "--mqueue", "/dev/mqueue", *devices.own(self.directory),
+                *devices.SHM, *devices.gpus(self.gpus, self.directory),
                 *uplink.namespace(self.directory, self.limits.network), "--hostname", "optrunner", "--chdir", "/",
                 *hardening.cap_args(), "--", "sleep", "infinity"]
         log = open(self.directory / "bwrap.log", "wb")
