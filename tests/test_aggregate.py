@@ -183,6 +183,7 @@ def aggregate_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.docker
+@pytest.mark.long("a sweep of three models through the runner, each graded: ~45 s")
 def test_model_sweep_ranks_oracle_over_weaker_over_noop(study_tasks: Path, tmp_path: Path) -> None:
     done = runner("-m", "model=oracle,oracle_weaker,noop", "scaffold=mini_swe", f"tasks.selector={study_tasks}",
                   "rollouts=2", "grading.rounds=2", "sweep_name=models", out=tmp_path, timeout=900)

@@ -21,6 +21,7 @@ COUNTED = {"wheel_py": "reward.json['metric'] (the value under 'metric')",
            "plain_metric": "reward.json['metric'] (the value under 'metric')"}
 
 
+@pytest.mark.long("builds each AutoLab-style task image, then a run over all of them: ~45 s")
 def test_autolab_style_tasks_build_here_and_the_oracle_scores_half(tmp_path: Path) -> None:
     done = runner("tasks=harbor", f"tasks.path={FIXTURES}", "model=oracle", "scaffold=mini_swe", "rollouts=1",
                   "grading.rounds=2", out=tmp_path, timeout=1500)

@@ -82,6 +82,7 @@ def test_the_hosts_etc_and_opt_are_out_of_reach(tmp_path: Path) -> None:
     assert seen.output.split() == ["root", "nobody", "ssl-ok", "no-shadow"], seen.output
 
 
+@pytest.mark.timed
 def test_a_run_over_the_hosts_system_needs_no_docker(tmp_path: Path) -> None:
     write_task(tmp_path / "tasks", "hosttiny", slow_src=SLOW, fast_src=FAST)  # (sleeps: verdicts a busy machine keeps)
     common = [f"tasks.selector={tmp_path / 'tasks'}", "scaffold=mini_swe", "rollouts=1", "sandbox=bwrap",

@@ -343,6 +343,7 @@ def _runner(tests: Path, test: str, work: Path) -> Callable[..., subprocess.Comp
     return run
 
 
+@pytest.mark.timed
 def test_the_gpu_suites_per_rep_check_on_the_cpu_credits_the_weaker_patch_and_fails_the_hacks(tmp_path: Path) -> None:
     """softmax_fused's hidden test run on the CPU (torch's CPU build): the base's reference run, then its
     weaker patch (checked and timed runs pass on the new inputs of each rep) and the hack fixtures: the kept
@@ -365,6 +366,7 @@ def test_the_gpu_suites_per_rep_check_on_the_cpu_credits_the_weaker_patch_and_fa
     assert done.returncode != 0 and "TimerReplaced: the GPU timer was replaced during the run" in done.stderr
 
 
+@pytest.mark.timed
 def test_attention_sdpa_on_the_cpu_prefills_new_prompts_each_rep_and_credits_its_patches(tmp_path: Path) -> None:
     """Token ids have nothing for gpukit to perturb: the task's `inputs` gives each rep new prompts. Its expert
     (scaled_dot_product_attention) and weaker patch pass every rep's check; a model that keeps its logits

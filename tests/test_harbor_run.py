@@ -32,6 +32,7 @@ def _task(name: str, root: Path = FIXTURES) -> Task:
 
 
 # (codeact and terminus on the suite's tasks: test_runner.py; here on Harbor tasks in `make bench`)
+@pytest.mark.long("Harbor tasks built and run end to end, each graded: ~45 s")
 @pytest.mark.parametrize("scaffold", ["mini_swe", pytest.param("codeact", marks=pytest.mark.slow),
                                       pytest.param("terminus", marks=pytest.mark.slow)])
 def test_the_oracle_reaches_the_reference_on_every_scaffold(tmp_path: Path, scaffold: str) -> None:

@@ -74,6 +74,7 @@ def comparable(run: Path) -> tuple[dict[Any, tuple[Any, ...]], dict[Any, bool], 
     return rows, unsure, files
 
 
+@pytest.mark.long("a run on a real Ray cluster against the local one: ~45 s")
 @pytest.mark.parametrize("model", ["oracle", pytest.param("noop", marks=pytest.mark.slow)])  # noop: make bench
 def test_the_same_report_as_the_local_executor(cluster: tuple[Cluster, list[Any]], tmp_path: Path,
                                                model: str) -> None:
@@ -114,6 +115,7 @@ def local_model(server: OpenAIServer) -> list[str]:
             "model.price.output=2", "scaffold=mini_swe"]
 
 
+@pytest.mark.long("a Ray node killed mid-run, its rollouts finished on another: ~45 s")
 def test_a_killed_node_s_rollouts_run_elsewhere(tasks_dir: Path, tmp_path: Path) -> None:  # noqa: F811
     # A cluster of its own: a node of the shared one is killed here.
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})

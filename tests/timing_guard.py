@@ -1,0 +1,52 @@
+"""Where the suite's time goes, printed at the end of every run, and a guard on long tests (issue 46).
+
+- After the run: the total, and the files that took longest (set-up, call and tear-down of their tests
+  summed; pytest's own `--durations` lists the slowest tests).
+- A test whose call takes over LIMIT seconds fails the run unless it carries `@pytest.mark.long("why")`:
+  a slow test is a choice someone wrote down, not something that crept in.
+Works under pytest-xdist too (the reports reach the controller).
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections import defaultdict
+
+import pytest
+
+LIMIT = float(os.environ.get("OPTRUNNER_TEST_LIMIT", "60"))  # seconds a call may take without a `long` marker
+FILES = 15  # files listed at the end
+
+_by_file: dict[str, float] = defaultdict(float)
+_over: list[tuple[str, float]] = []
+_started = [0.0]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "long(reason): a test allowed over 60 s, and why")
+    _started[0] = time.monotonic()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _by_file[report.nodeid.split("::")[0]] += report.duration
+    if report.when == "call" and report.duration > LIMIT and "long" not in report.keywords:
+        _over.append((report.nodeid, report.duration))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _over and exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not _by_file:
+        return
+    write = terminalreporter.write_line
+    terminalreporter.section("time by file")
+    for path, seconds in sorted(_by_file.items(), key=lambda item: -item[1])[:FILES]:
+        write(f"{seconds:8.1f}s  {path}")
+    write(f"{sum(_by_file.values()):8.1f}s  in all tests ({len(_by_file)} files); "
+          f"{time.monotonic() - _started[0]:.1f}s wall")
+    for nodeid, seconds in _over:
+        terminalreporter.write_line(f"TOO LONG {nodeid}: {seconds:.1f}s over {LIMIT:.0f}s with no "
+                                    "@pytest.mark.long(\"why\")", red=True)
