@@ -23,6 +23,7 @@ from functools import cache
 from pathlib import Path
 
 from harness.sandbox.bwrap import seccomp
+from harness.sandbox.bwrap.outside import state_folder
 
 # What root in a sandbox keeps: what the grader's fence does as root, as in Docker's sandboxes
 # (harness.sandbox.docker.containers.KEPT_CAPS, which says why each). The rest (CAP_SYS_ADMIN: mounts and
@@ -52,7 +53,7 @@ def nofile() -> tuple[str, ...]:
 HERE = Path(__file__).parent
 CAP_NUMBERS = {"CAP_CHOWN": 0, "CAP_DAC_OVERRIDE": 1, "CAP_FOWNER": 3, "CAP_KILL": 5, "CAP_SETGID": 6,
                "CAP_SETUID": 7, "CAP_NET_BIND_SERVICE": 10}  # (linux/capability.h)
-CACHE = Path(os.environ.get("OPTRUNNER_BWRAP_STATE", Path.home() / ".cache" / "optrunner" / "bwrap")) / "bin"
+CACHE = state_folder() / "bin"  # the compiled helpers and the seccomp program
 
 
 def enter(init: int, cwd: str) -> list[str]:

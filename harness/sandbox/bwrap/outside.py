@@ -1,9 +1,18 @@
-"""A running bubblewrap sandbox's processes seen from the host (its files: harness.sandbox.overlay), and
-the environment of the host programs that start them."""
+"""A running bubblewrap sandbox's processes seen from the host (its files: harness.sandbox.overlay), the
+environment of the host programs that start them, and the host folder they keep their state in."""
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
+
+
+def state_folder() -> Path:
+    """Where bwrap's sandboxes (registry) and the host's helpers for them (hardening) live:
+    OPTRUNNER_BWRAP_STATE, else root's /var/lib/optrunner/bwrap (a root-run sandbox's own root, host uid
+    ids.BASE, passes through it to its layers: not root's closed home), else ~/.cache/optrunner/bwrap."""
+    return Path(os.environ.get("OPTRUNNER_BWRAP_STATE") or ("/var/lib/optrunner/bwrap" if os.geteuid() == 0 else
+                                                            Path.home() / ".cache" / "optrunner" / "bwrap"))
 
 
 def pids_in(pidns: int) -> Iterator[int]:

@@ -29,11 +29,9 @@ from typing import Any, Literal
 
 from harness.sandbox import live
 from harness.sandbox.bwrap import cgroups, ids, uplink
-from harness.sandbox.bwrap.outside import exited, pids_in
+from harness.sandbox.bwrap.outside import exited, pids_in, state_folder
 
-# (root's sandboxes' own root, host uid ids.BASE, passes through it to their layers: not root's closed home)
-STATE = Path(os.environ.get("OPTRUNNER_BWRAP_STATE") or ("/var/lib/optrunner/bwrap" if os.geteuid() == 0 else
-                                                         Path.home() / ".cache" / "optrunner" / "bwrap"))
+STATE = state_folder()
 Scope = Literal["orphans", "mine", "all"]
 META = "sandbox.json"
 ENDED = "ended"  # made in a sandbox's directory before a cleanup kills it: its end is ours, not its processes'
