@@ -142,6 +142,29 @@ def test_backstop_ends_a_wedged_exec(box: DockerSandbox, monkeypatch: pytest.Mon
     assert done.duration < 15
 
 
+def test_output_the_engine_lost_is_an_infrastructure_error_not_a_quiet_command(box: DockerSandbox) -> None:
+    # The engine now and then streams back none of a short command's output (docker-py #2042): seen as a
+    # test run with no PATH once (the image's environment read as empty), which failed a valid patch.
+    assert box.exec("printf 'PATH=%s' \"$PATH\"").output.startswith("PATH=/")  # (the end marker is not output)
+    api = box._client.api
+    real = api.exec_start
+
+    def lose_output(exec_id: str, **kwargs: object) -> object:
+        for _ in real(exec_id, **kwargs):
+            pass
+        return iter(())
+
+    api.exec_start = lose_output  # type: ignore[method-assign]
+    try:
+        with pytest.raises(SandboxError, match="lost the output"):
+            box.exec("echo PATH=/usr/bin")
+    finally:
+        del api.exec_start
+    # A command that kills the shell around it (so no end marker) gets its exit status, not a retry.
+    done = box.exec("kill -KILL $PPID; sleep 5")
+    assert done.exit_code == 137 and not done.timed_out
+
+
 def test_cleanup_spares_running_build_steps_of_another_run() -> None:
     """A docker build's step inherits our label from its FROM image and has no owner: a second run starting
     beside the first must not kill the first run's image build (seen: exit 137 mid-build); a stopped one

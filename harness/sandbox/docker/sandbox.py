@@ -44,6 +44,7 @@ from harness.sandbox.interface import (BASE_COMMIT_LABEL, GIT_DIR_LABEL, PINS_LA
 
 KILL_GRACE = 5  # seconds between TERM and KILL inside the container
 BACKSTOP_GRACE = 15  # extra seconds the host waits before declaring an exec wedged
+END = "\x1eoptrunner-exec-end\x1e"  # the last bytes of every exec's output (exec)
 READ_TRIES = 5  # reads of a file that a process inside keeps rewriting, before FileChanged
 ENGINE_ERRORS = (docker.errors.DockerException, requests.exceptions.ConnectionError)
 
@@ -126,7 +127,10 @@ class DockerSandbox:
              env: dict[str, str] | None = None, login: bool = True) -> ExecResult:
         if self._closed:
             raise SandboxError("sandbox is closed")
-        argv = ["timeout", "-k", str(KILL_GRACE), f"{timeout:g}", "bash", *shell_flags(login), cmd]
+        # The end marker, printed by a shell around the command: the engine now and then hands back none of
+        # a short command's output (docker-py #2042), which must not pass for a command that printed nothing.
+        inner = " ".join(["timeout", "-k", str(KILL_GRACE), f"{timeout:g}", "bash", *shell_flags(login)])
+        argv = ["bash", "--noprofile", "--norc", "-c", f'{inner} "$1"; rc=$?; printf \'{END}\'; exit $rc', "exec", cmd]
         capture = OutputCapture(self.limits.max_output_bytes)
         outcome: dict[str, Any] = {}
         started = time.monotonic()
@@ -155,9 +159,15 @@ class DockerSandbox:
         code = int(outcome.get("exit_code", -1))
         if code in (137, -1) and not self._running():  # killed with its container: infrastructure, unless its
             raise deaths.failure(self, "the container stopped while a command ran in it")  # processes did it
+        text = capture.text()
+        at = text.rfind(END)  # (processes the command left in the background may write after it)
+        if at >= 0:
+            text = text[:at] + text[at + len(END):]
+        elif code < 128 and not capture.truncated:  # (a shell killed by a signal prints no marker)
+            raise SandboxError(f"docker lost the output of a command (exit code {code}); run it again")
         # timeout(1) exits 124 (TERM worked) or 137 (needed KILL); an OOM kill is also 137, but early.
         timed_out = code in (124, 137) and duration >= timeout * 0.98
-        return ExecResult(capture.text(), code, timed_out, duration, capture.truncated)
+        return ExecResult(text, code, timed_out, duration, capture.truncated)
 
     def _running(self) -> bool:
         """Whether the container still runs commands: a probe, since a container being removed still
