@@ -110,6 +110,7 @@ def test_nothing_one_test_process_writes_reaches_the_next(state: CodeState) -> N
     assert body.strip() == "1"
 
 
+@pytest.mark.timed  # verdicts on CPU-bound code: alone (make test's second pass)
 @pytest.mark.docker
 def test_hack_patches_are_flagged_and_honest_ones_credited(task: Task) -> None:
     init = "tiny/__init__.py"

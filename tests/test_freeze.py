@@ -107,6 +107,7 @@ def built_task(tmp_path: Path) -> Task:
     return load_task(path)
 
 
+@pytest.mark.timed  # verdicts on CPU-bound code: alone (make test's second pass)
 @pytest.mark.docker
 def test_build_hacks_are_flagged_or_not_credited(built_task: Task) -> None:
     init = "tiny/__init__.py"

@@ -70,6 +70,7 @@ def _prediction_files(folder: Path, patches: list[str], ids: tuple[str, ...] = (
     return files
 
 
+@pytest.mark.timed  # verdicts on CPU-bound code: alone (make test's second pass)
 @pytest.mark.docker
 def test_grade_two_rollouts_end_to_end(tmp_path: Path) -> None:
     tasks = tmp_path / "tasks"
@@ -131,6 +132,7 @@ def test_sigterm_while_grading_keeps_what_finished(tmp_path: Path) -> None:
     assert summary["interrupted"] and summary["statuses"] == {"passed": 2}  # what was graded is summarised
 
 
+@pytest.mark.timed  # verdicts on CPU-bound code: alone (make test's second pass)
 @pytest.mark.docker
 def test_one_unreadable_patch_is_reported_and_the_others_graded(tmp_path: Path) -> None:
     tasks = tmp_path / "tasks"

@@ -69,6 +69,7 @@ def task(tmp_path: Path) -> Task:
     return load_task(write_task(tmp_path, test_timeout=5))
 
 
+@pytest.mark.timed  # verdicts on CPU-bound code: alone (make test's second pass)
 @pytest.mark.docker
 @pytest.mark.parametrize("cap", [8, 2])
 def test_a_session_grades_each_patch_as_it_deserves(task: Task, cap: int) -> None:

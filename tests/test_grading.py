@@ -33,6 +33,7 @@ def _grade(task: Task, patch: str | None, config: GradeConfig = QUICK) -> dict:
     return grade(task, patch, task_image(task), config)
 
 
+@pytest.mark.timed  # verdicts on CPU-bound code: alone (make test's second pass)
 def test_expert_as_patch_passes_with_gso_keys(task: Task) -> None:
     report = _grade(task, task.expert_patch)
     assert GSO_KEYS <= set(report)
@@ -66,6 +67,7 @@ def test_bad_patches_are_classified_with_a_reason(task: Task, patch: str | None,
         assert report["wall_time_s"] < 60  # the hang was cut off by the per-test timeout
 
 
+@pytest.mark.timed  # verdicts on CPU-bound code: alone (make test's second pass)
 def test_slower_patch_passes_but_is_not_opt_base(task: Task) -> None:
     report = _grade(task, SLOW_PATCH)
     assert report["status"] == "passed"

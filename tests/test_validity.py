@@ -45,6 +45,7 @@ def task(tmp_path: Path) -> Task:
     return load_task(write_task(tmp_path, slow_src=SLOW, fast_src=FAST, test_timeout=60))
 
 
+@pytest.mark.timed  # verdicts on CPU-bound code: alone (make test's second pass)
 @pytest.mark.docker
 def test_a_patch_that_works_only_when_checked_or_hooks_root_earns_nothing(task: Task) -> None:
     patches = {"gold": task.expert_patch, "argv": rewrite("tiny/__init__.py", SLOW, ARGV_MODE),

@@ -139,11 +139,12 @@ class DockerSandbox:
             api = self._client.api
             try:
                 exec_id = api.exec_create(self.container.id, argv, workdir=cwd or self.workdir, environment=env)["Id"]
-                for chunk in api.exec_start(exec_id, stream=True):
-                    capture.add(chunk)
+                DockerStream(api, exec_id, api.exec_start(exec_id, socket=True), tty=False).drain(capture.add)
                 outcome["exit_code"] = api.exec_inspect(exec_id)["ExitCode"]
             except ENGINE_ERRORS as err:  # reported by the caller's thread
                 outcome["error"] = _first_line(err)
+            except OSError as err:  # the connection to the engine broke mid-stream
+                outcome["error"] = f"the connection to the engine broke: {err}"
 
         # A daemon thread, so a wedged exec can never hold up interpreter exit (and container removal).
         worker = threading.Thread(target=run, daemon=True)

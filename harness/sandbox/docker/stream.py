@@ -5,6 +5,7 @@ import select
 import socket
 import struct
 import time
+from collections.abc import Callable
 from typing import cast
 
 import docker
@@ -51,6 +52,21 @@ class DockerStream:
             data = self._demux(chunk)
             if data or time.monotonic() >= deadline:
                 return data
+
+    def drain(self, add: Callable[[bytes], None]) -> None:
+        """Hand everything to `add` until the process's output ends, then close. (`docker exec` reads its
+        output this way, not through docker-py's frame iterator, which takes a read that would block at a
+        frame's start for the end of the stream: the rest of the output was lost.)"""
+        try:
+            while True:
+                try:
+                    add(self.recv(5.0))
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except EOFError:
+                    return
+        finally:
+            self.close()
 
     def _demux(self, chunk: bytes) -> bytes:
         self._frames += chunk
