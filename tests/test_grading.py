@@ -91,5 +91,5 @@ def test_broken_c_build_is_patch_failed() -> None:
     finally:
         box.close()
     report = grade(task, patch, task_image(task), QUICK)
-    assert report["status"] == "patch_failed"
+    assert report["status"] == "patch_failed", report["reason"]
     assert "install command" in report["reason"] and "error" in report["reason"]

@@ -30,7 +30,7 @@ def test_a_folder_of_task_directories_is_read() -> None:
     assert ctiming.instruction.startswith("# Count primes faster") and ctiming.workdir == "/app"
     assert ctiming.agent_timeout == 1800 and ctiming.memory == "2048m" and ctiming.network == "none"
     check = ctiming.reward_check
-    assert check is not None and check.timeout == 300 and dict(check.env) == {"PRIMES_LIMIT": "10000000"}
+    assert check is not None and check.timeout == 300 and dict(check.env) == {"PRIMES_LIMIT": "2000000"}
     assert {name for name, _data, _mode in check.tests} == {"test.sh", "score.py"}
     assert dict(check.optimization)["direction"] == "minimize"
     assert [name for name, _data, _mode in ctiming.solution_files] == ["solve.sh"]

@@ -127,8 +127,7 @@ class DockerSandbox:
              env: dict[str, str] | None = None, login: bool = True) -> ExecResult:
         if self._closed:
             raise SandboxError("sandbox is closed")
-        # The end marker, printed by a shell around the command: the engine now and then hands back none of
-        # a short command's output (docker-py #2042), which must not pass for a command that printed nothing.
+        # An end marker printed by a shell around the command: output cut short must not pass for a quiet command.
         inner = " ".join(["timeout", "-k", str(KILL_GRACE), f"{timeout:g}", "bash", *shell_flags(login)])
         argv = ["bash", "--noprofile", "--norc", "-c", f'{inner} "$1"; rc=$?; printf \'{END}\'; exit $rc', "exec", cmd]
         capture = OutputCapture(self.limits.max_output_bytes)
@@ -139,10 +138,11 @@ class DockerSandbox:
             api = self._client.api
             try:
                 exec_id = api.exec_create(self.container.id, argv, workdir=cwd or self.workdir, environment=env)["Id"]
-                DockerStream(api, exec_id, api.exec_start(exec_id, socket=True), tty=False).drain(capture.add)
-                outcome["exit_code"] = api.exec_inspect(exec_id)["ExitCode"]
-            except ENGINE_ERRORS as err:  # reported by the caller's thread
-                outcome["error"] = _first_line(err)
+                stream = DockerStream(api, exec_id, api.exec_start(exec_id, socket=True), tty=False)
+                stream.drain(capture.add)
+                outcome["exit_code"] = stream.wait_exit()
+            except (*ENGINE_ERRORS, SandboxError) as err:  # reported by the caller's thread
+                outcome["error"] = _first_line(err).removeprefix("docker: ")
             except OSError as err:  # the connection to the engine broke mid-stream
                 outcome["error"] = f"the connection to the engine broke: {err}"
 

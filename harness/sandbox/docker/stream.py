@@ -87,6 +87,14 @@ class DockerStream:
             raise SandboxError(f"docker: {str(err).splitlines()[0][:300]}") from None
         return None if info.get("Running") else info.get("ExitCode")
 
+    def wait_exit(self, timeout: float = 10.0) -> int:
+        """The exit code once the engine has it: it may still say `Running` a moment after the output
+        ended (-1 if it never stops saying so)."""
+        deadline = time.monotonic() + timeout
+        while (code := self.exit_code()) is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return -1 if code is None else int(code)
+
     def close(self) -> None:
         if self.closed:
             return
