@@ -24,7 +24,7 @@ from runner.truncate import patch_at
 from tests.conftest import write_task
 from tests.test_runner import FAST, ROOT, SLOW, runner, wait_for
 
-WEAKER = "import time\n\ndef total(xs):\n    time.sleep(0.2)\n    return len(xs)\n"
+WEAKER = "import time\n\ndef total(xs):\n    time.sleep(0.6)\n    return len(xs)\n"
 
 
 def _record(task: str, rollout: int, score: float, solved: bool, cost: float, steps: int = 5) -> ResultRecord:
@@ -166,7 +166,7 @@ def test_truncated_patch_comes_from_the_snapshot_at_that_step() -> None:
 # ---------------------------------------------------------------- real sweeps
 @pytest.fixture(scope="module")
 def study_tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Two sleep-timed tasks, each with a weaker.patch: 0.2 s against base 0.3 s and expert 0.1 s."""
+    """Two sleep-timed tasks, each with a weaker.patch: 0.6 s against base 0.9 s and expert 0.3 s."""
     root = tmp_path_factory.mktemp("study")
     for task_id in ("alpha", "beta"):
         path = write_task(root, task_id, slow_src=SLOW, fast_src=FAST)

@@ -18,8 +18,8 @@ from runner.config import ConfigError, RunConf, validate
 from runner.overrides import groups, prepare
 from tests.conftest import write_task
 
-SLOW = "import time\n\ndef total(xs):\n    time.sleep(0.3)\n    return len(xs)\n"
-FAST = "import time\n\ndef total(xs):\n    time.sleep(0.1)\n    return len(xs)\n"
+SLOW = "import time\n\ndef total(xs):\n    time.sleep(0.9)\n    return len(xs)\n"
+FAST = "import time\n\ndef total(xs):\n    time.sleep(0.3)\n    return len(xs)\n"
 
 
 @pytest.fixture(autouse=True)

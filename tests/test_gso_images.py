@@ -81,6 +81,7 @@ def test_gsos_image_is_used_and_the_agent_gets_a_safe_layer(gso: tuple[Path, Pat
         assert box.exec(f"git cat-file -e {row['opt_commit']}").exit_code == 0
 
 
+@pytest.mark.timed  # verdicts on timed code: alone (make test's second pass)
 def test_a_run_grades_in_gsos_image(gso: tuple[Path, Path, list[dict]], prebuilt: tuple[str, dict],
                                     tmp_path: Path) -> None:
     rows, mirror, _ = gso

@@ -30,6 +30,7 @@ def _no_containers_of(pid: int) -> bool:
     return not client().containers.list(all=True, filters={"label": owner})
 
 
+@pytest.mark.timed  # verdicts on timed code: alone (make test's second pass)
 @pytest.mark.parametrize("model, scaffold, expected", [
     ("oracle", "mini_swe", 1.0), ("noop", "codeact", 0.0),
     pytest.param("oracle", "terminus", 1.0, marks=pytest.mark.slow),  # (CI's time: make bench runs it)
@@ -79,6 +80,7 @@ def test_a_repository_missing_from_the_mirror_is_one_line(gso: tuple[Path, Path,
     assert len(lines) == 1 and "no repository at" in lines[0] and "Acme__absent.git" in lines[0], done.stderr
 
 
+@pytest.mark.timed  # verdicts on timed code: alone (make test's second pass)
 def test_harness_grade_takes_an_official_predictions_file(gso: tuple[Path, Path, list[dict]], tmp_path: Path) -> None:
     rows, mirror, raw = gso
     predictions = tmp_path / "output.gso.jsonl"  # GSO's predictions: the expert's diff as the model's patch

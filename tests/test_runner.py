@@ -1,7 +1,7 @@
 """The runner end to end, through its real command line: Hydra config, containers, scripted models via
 litellm, grading, the run store, resume after SIGKILL, Ctrl-C, limits and bad input.
 
-The tasks here time `time.sleep` (0.3 s base, 0.1 s expert), so verdicts do not depend on how busy
+The tasks here time `time.sleep` (0.9 s base, 0.3 s expert), so verdicts do not depend on how busy
 the machine is; `slowspec` tasks make the agent's specification run take a minute, for limit tests.
 """
 from __future__ import annotations
@@ -27,8 +27,8 @@ from tests.scaffold_support import same_effect, tree_after
 pytestmark = pytest.mark.docker
 ROOT = Path(__file__).resolve().parent.parent
 # Sleep only, no CPU work: timings that a busy machine barely moves.
-SLOW = "import time\n\ndef total(xs):\n    time.sleep(0.3)\n    return len(xs)\n"
-FAST = "import time\n\ndef total(xs):\n    time.sleep(0.1)\n    return len(xs)\n"
+SLOW = "import time\n\ndef total(xs):\n    time.sleep(0.9)\n    return len(xs)\n"
+FAST = "import time\n\ndef total(xs):\n    time.sleep(0.3)\n    return len(xs)\n"
 FAST_GRADING = ["grading.rounds=2"]
 
 
