@@ -2,8 +2,8 @@
 
 - After the run: the total, and the files that took longest (set-up, call and tear-down of their tests
   summed; pytest's own `--durations` lists the slowest tests).
-- Files with Docker tests are collected first: `make test` runs files two at a time (pytest-xdist's
-  loadfile), and the quick files then fill the end instead of a long file starting last.
+- Files with Docker tests are collected first: in a run over several processes by file (`-n 2 --dist
+  loadfile`), the quick files then fill the end instead of a long file starting last.
 - A test whose call takes over LIMIT seconds fails the run unless it carries `@pytest.mark.long("why")`:
   a slow test is a choice someone wrote down, not something that crept in.
 Works under pytest-xdist too (the reports reach the controller).
