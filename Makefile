@@ -55,14 +55,17 @@ cputorch: venv
 	@$(PY) -c 'import torch' 2>/dev/null || { ls /opt/wheels/torch-*+cpu-*.whl >/dev/null 2>&1 && \
 	  $(PY) -m pip install -q /opt/wheels/torch-*+cpu-*.whl; } || echo "no CPU torch here: tests/test_gpukit.py skips"
 
-# (the `slow` variants, longer forms of tests it runs, are `make bench`'s.) Two passes: the tests that need no
-# engine spread over two processes (they share no state but their own temporary folders), then the engine's
-# and the `timed` ones, one at a time: their verdicts come from timing runs, and beside a second process a
-# 0.3 s sleep woke 15 ms late and flipped an exact Opt@1 (issue 46's note). Each pass prints its slowest
-# tests and its time by file (tests/timing_guard.py, which also fails a test over 60 s with no `long` marker).
+# (the `slow` variants, longer forms of tests it runs, are `make bench`'s.) Two passes. First every test but
+# the `timed` ones, three processes at a time on two cores, each taking whole files (--dist loadfile: a file's
+# shared fixtures, a Ray cluster or a task image, are made once), the engine's files first: their tests mostly
+# wait on containers and sleep-timed tasks (two processes left the CPUs 65% idle), and share no engine state
+# (containers are owned by their process).
+# Then the `timed` ones, one at a time: they judge CPU-bound code, and a second process would be noise.
+# Each pass prints its slowest tests and its time by file (tests/timing_guard.py, which also fails a test
+# over 60 s with no `long` marker).
 test: images gsobench browser hostpython uplink cputorch
-	$(PY) -m pytest -q -m "not docker and not timed and not slow" -n 2
-	$(PY) -m pytest -q -m "(docker or timed) and not slow"
+	$(PY) -m pytest -q -m "not timed and not slow" -n 3 --dist loadfile
+	$(PY) -m pytest -q -m "timed and not slow"
 
 # The tests that need no Docker engine (under a minute): config refusals, metrics, parsers, the CLI; spread
 # over the CPUs (they share no state but their own temporary folders).

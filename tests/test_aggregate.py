@@ -22,7 +22,7 @@ from runner.records import ResultRecord, RolloutRecord
 from runner.study import Run, pareto_front
 from runner.truncate import patch_at
 from tests.conftest import write_task
-from tests.test_runner import FAST, ROOT, SLOW, runner, wait_for
+from tests.test_runner import FAST, ROOT, SLOW, runner, verdicts, wait_for
 
 WEAKER = "import time\n\ndef total(xs):\n    time.sleep(0.6)\n    return len(xs)\n"
 
@@ -214,7 +214,8 @@ def test_model_sweep_ranks_oracle_over_weaker_over_noop(study_tasks: Path, tmp_p
         assert row["avg_at_k"] == pytest.approx(sum(sum(v) / 2 for v in scores.values()) / 2)
         assert row["opt_at_1"] == pytest.approx(sum(bool(r["grading"]["opt_commit"]) for r in records) / 4)
         assert row["cost_per_rollout"] == pytest.approx(sum(r["cost_usd"] for r in records) / 4)
-    assert rows["oracle"]["opt_at_1"] == 1.0 and rows["oracle-weaker"]["opt_at_1"] == 0.0
+    assert rows["oracle"]["opt_at_1"] == 1.0 and rows["oracle-weaker"]["opt_at_1"] == 0.0, \
+        "\n".join(verdicts(Path(row["run"])) for row in rows.values())
     assert 0 < rows["oracle-weaker"]["avg_at_k"] < rows["oracle"]["avg_at_k"]
     markdown = (sweep / "aggregate" / "aggregate.md").read_text()
     assert "| oracle x mini_swe x smoke |" in markdown and "## Per task" in markdown
@@ -272,7 +273,8 @@ def test_scaling_sweep_survives_a_killed_job_and_draws_the_heatmap(study_tasks: 
     real = {row["budget"]: row for row in result["systems"] if not row["approximate"]}
     assert set(real) == {"s2", "s4", "s8"}
     assert [real[b]["finished"] for b in ("s2", "s4", "s8")] == [4, 2, 1]  # nothing counted twice
-    assert real["s2"]["opt_at_1"] == 0.0 and real["s4"]["opt_at_1"] == 1.0  # 2 steps cannot apply the patch
+    assert real["s2"]["opt_at_1"] == 0.0 and real["s4"]["opt_at_1"] == 1.0, \
+        verdicts(Path(real["s4"]["run"]))  # 2 steps cannot apply the patch
     truncated = {row["system"]: row for row in result["systems"] if row["approximate"]}
     assert set(truncated) == {"oracle x mini_swe x s4 @2 steps", "oracle x mini_swe x s8 @2 steps"}  # not s2 itself
     assert all(row["opt_at_1"] == 0.0 and row["mean_steps"] == 2 for row in truncated.values())

@@ -100,6 +100,17 @@ def results(path: Path) -> list[dict]:
     return [json.loads(line) for line in (path / "results.jsonl").read_text().splitlines()]
 
 
+def verdicts(path: Path) -> str:
+    """Each rollout's grading in one line, for an assertion's message: what a flipped verdict needs to be read."""
+    lines = []
+    for r in results(path):
+        g = r.get("grading") or {}
+        hm = (g.get("opt_stats") or {}).get("hm_speedup_patch_commit")
+        lines.append(f"{r['instance_id']}/{r['rollout']}: {r['exit_reason']}, {g.get('status')}, "
+                     f"opt_commit {g.get('opt_commit')}, hm {hm}, uncertain {g.get('uncertain')}, {g.get('reason')!r}")
+    return "\n".join(lines)
+
+
 def containers_of(pid: int) -> list:
     """Containers started by process `pid` (other sessions may run containers of their own meanwhile)."""
     found = client().containers.list(all=True, filters={"label": LABEL}, ignore_removed=True)
@@ -153,7 +164,7 @@ def test_oracle_solves_every_task_and_costs_what_its_tokens_cost(tasks_dir: Path
     else:
         assert "judges" not in report
     summary = report["summary"]
-    assert summary["opt_at_k"] == {"1": 1.0, "2": 1.0} and summary["n_rollouts"] == 4
+    assert summary["opt_at_k"] == {"1": 1.0, "2": 1.0} and summary["n_rollouts"] == 4, verdicts(path)
     records = results(path)
     assert sorted((r["instance_id"], r["rollout"]) for r in records) == [("alpha", 0), ("alpha", 1), ("beta", 0),
                                                                          ("beta", 1)]
@@ -161,7 +172,7 @@ def test_oracle_solves_every_task_and_costs_what_its_tokens_cost(tasks_dir: Path
         usage = record["usage"]
         expected = (usage["input_tokens"] * scripted.PRICE["input"] + usage["output_tokens"] * scripted.PRICE["output"])
         assert record["cost_usd"] == pytest.approx(expected / 1e6) and record["cost_usd"] > 0
-        assert record["exit_reason"] == "submitted" and record["grading"]["opt_commit"]
+        assert record["exit_reason"] == "submitted" and record["grading"]["opt_commit"], verdicts(path)
         task = load_task(tasks_dir / record["instance_id"])
         assert same_effect(task, record["patch"], task.expert_patch)
         assert (path / record["trajectory"]).is_file()
@@ -266,7 +277,8 @@ def test_wall_clock_limit_ends_the_rollout_and_its_partial_diff_is_graded(slow_d
     assert done.returncode == 0, done.stderr[-2000:]
     (record,) = results(run_dir(tmp_path))
     assert record["exit_reason"] == "time_limit" and record["wall_time_s"] < 25
-    assert record["patch"] and record["grading"]["status"] == "passed" and record["grading"]["opt_commit"]
+    assert record["patch"] and record["grading"]["status"] == "passed" and record["grading"]["opt_commit"], \
+        verdicts(run_dir(tmp_path))
 
 
 def test_run_cost_cap_ends_running_rollouts_and_launches_no_more(tasks_dir: Path, tmp_path: Path) -> None:
@@ -352,7 +364,8 @@ def test_streamed_grading_and_replay_of_a_finished_run(tasks_dir: Path, tmp_path
                    "grade=stream", "grading.rounds=2", "name=first", out=tmp_path)
     assert first.returncode == 0, first.stderr[-2000:]
     (record,) = results(tmp_path / "runs" / "first")
-    assert record["grading"]["status"] == "passed" and record["grading"]["opt_commit"]
+    assert record["grading"]["status"] == "passed" and record["grading"]["opt_commit"], \
+        verdicts(tmp_path / "runs" / "first")
     replay = runner("model=replay", f"model.run_dir={tmp_path / 'runs' / 'first'}", "scaffold=mini_swe",
                     f"tasks.selector={tasks_dir}", "tasks.ids=[alpha]", "grade=none", "name=again", out=tmp_path)
     assert replay.returncode == 0, replay.stderr[-2000:]

@@ -167,6 +167,11 @@ def test_output_the_engine_lost_is_an_infrastructure_error_not_a_quiet_command(b
     # parent is timeout(1); the shell that prints the marker is the one above that.)
     done = box.exec("read -r _ _ _ shell _ < /proc/$PPID/stat; kill -KILL $shell; sleep 1")
     assert done.exit_code == 137 and not done.timed_out
+    # A shell the engine cannot start (no marker, exit 126: seen when a fork bomb still held the pids limit)
+    # is the command's result, not lost output: its caller may try again once the processes are gone.
+    box.exec("chmod -x /usr/bin/bash")
+    done = box.exec("echo never")
+    assert done.exit_code == 126 and "OCI runtime exec failed" in done.output and "never" not in done.output
 
 
 def test_cleanup_spares_running_build_steps_of_another_run() -> None:

@@ -2,6 +2,8 @@
 
 - After the run: the total, and the files that took longest (set-up, call and tear-down of their tests
   summed; pytest's own `--durations` lists the slowest tests).
+- Files with Docker tests are collected first: `make test` runs files two at a time (pytest-xdist's
+  loadfile), and the quick files then fill the end instead of a long file starting last.
 - A test whose call takes over LIMIT seconds fails the run unless it carries `@pytest.mark.long("why")`:
   a slow test is a choice someone wrote down, not something that crept in.
 Works under pytest-xdist too (the reports reach the controller).
@@ -25,6 +27,11 @@ _started = [0.0]
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "long(reason): a test allowed over 60 s, and why")
     _started[0] = time.monotonic()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    with_docker = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("docker")}
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in with_docker)  # (stable: file order kept)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

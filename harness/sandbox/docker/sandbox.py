@@ -164,7 +164,7 @@ class DockerSandbox:
         at = text.rfind(END)  # (processes the command left in the background may write after it)
         if at >= 0:
             text = text[:at] + text[at + len(END):]
-        elif code < 128 and not capture.truncated:  # (a shell killed by a signal prints no marker)
+        elif code != 126 and code < 128 and not capture.truncated:  # (no marker: killed; 126: shell not started)
             raise SandboxError(f"docker lost the output of a command (exit code {code}); run it again")
         # timeout(1) exits 124 (TERM worked) or 137 (needed KILL); an OOM kill is also 137, but early.
         timed_out = code in (124, 137) and duration >= timeout * 0.98
