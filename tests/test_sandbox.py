@@ -163,6 +163,20 @@ def test_output_the_engine_lost_is_an_infrastructure_error_not_a_quiet_command(b
             box.exec("echo PATH=/usr/bin")
     finally:
         del api.exec_start
+    # The real cause, made to happen: the client read the response's headers late, and http.client's
+    # buffered reader took the command's whole output with them. The stream takes those bytes first.
+
+    def read_late(exec_id: str, **kwargs: object) -> object:
+        holder = real(exec_id, **kwargs)
+        time.sleep(0.5)  # (the output is in the socket now)
+        assert holder._response.raw._fp.fp.peek(1 << 16)  # type: ignore[attr-defined]  # taken into its buffer
+        return holder
+
+    api.exec_start = read_late  # type: ignore[method-assign]
+    try:
+        assert box.exec("printf 'PATH=%s' \"$PATH\"").output.startswith("PATH=/")
+    finally:
+        del api.exec_start
     # A command that kills the shell around it (so no end marker) gets its exit status, not a retry. (Its
     # parent is timeout(1); the shell that prints the marker is the one above that.)
     done = box.exec("read -r _ _ _ shell _ < /proc/$PPID/stat; kill -KILL $shell; sleep 1")

@@ -6,12 +6,32 @@ import socket
 import struct
 import time
 from collections.abc import Callable
-from typing import cast
+from typing import Any, cast
 
 import docker
 import docker.errors
 
 from harness.sandbox.interface import SandboxError
+
+
+def _read_ahead(holder: object, sock: socket.socket) -> bytes:
+    """The bytes of the stream that http.client's buffered reader took along with the response's headers.
+    When the client reads the headers late (a busy machine), a quick command's whole output has arrived
+    with them, and whoever reads the raw socket never sees it: seen as empty output with exit code 0 (a
+    task's environment read as empty, then a valid patch run with no PATH). docker-py's own frame reader
+    reads the raw socket too."""
+    reader: Any = getattr(getattr(getattr(getattr(holder, "_response", None), "raw", None), "_fp", None), "fp", None)
+    if not callable(getattr(reader, "peek", None)):
+        return b""
+    timeout = sock.gettimeout()
+    sock.setblocking(False)  # what is buffered, without waiting for more
+    try:
+        ahead = reader.peek(1 << 16)
+        return reader.read(len(ahead)) if ahead else b""
+    except OSError:
+        return b""
+    finally:
+        sock.settimeout(timeout)
 
 
 class DockerStream:
@@ -29,6 +49,7 @@ class DockerStream:
         # the socket itself
         self._sock = cast(socket.socket, getattr(sock, "_sock", sock))
         self._frames = bytearray()  # undecoded multiplexed bytes (no tty)
+        self._early = _read_ahead(sock, self._sock)  # the stream's first bytes, if http.client took them
         self.closed = False
 
     def fileno(self) -> int:
@@ -39,6 +60,13 @@ class DockerStream:
 
     def recv(self, timeout: float) -> bytes:
         """What arrived within `timeout` seconds (b"" if nothing did). EOFError when the process is gone."""
+        if self._early:
+            early, self._early = self._early, b""
+            if self._tty:
+                return early
+            self._frames += early
+        if not self._tty and (data := self._demux(b"")):
+            return data
         deadline = time.monotonic() + max(0.0, timeout)
         while True:
             ready, _, _ = select.select([self._sock], [], [], max(0.0, deadline - time.monotonic()))
