@@ -73,12 +73,21 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     return 0
 
 
-def provider_args(parser: argparse.ArgumentParser, default: str | None = DEFAULT_PROVIDER) -> None:
+def provider_args(parser: argparse.ArgumentParser, default: str | None = DEFAULT_PROVIDER, rootfs: bool = True) -> None:
     """`--provider`: what starts the sandboxes (harness.sandbox.providers); None as `default` means the run's own
-    (`optrunner grade RUN_DIR`)."""
+    (`optrunner grade RUN_DIR`). `--rootfs` (with `rootfs`): image or host, as `sandbox.rootfs`."""
     said = default or "the run's own sandbox.provider; predictions files: " + DEFAULT_PROVIDER
     parser.add_argument("--provider", choices=list(PROVIDERS), default=default,
                         help=f"the sandbox provider (default: {said}); bwrap is bubblewrap, the 'bwrap' extra")
+    if rootfs:
+        parser.add_argument("--rootfs", choices=("image", "host"), default=None,
+                            help="what a sandbox's system is (sandbox.rootfs): the task's image (default"
+                                 + ("" if default else ": the run's own") + ") or, with --provider bwrap, "
+                                 "this host's own (a machine without Docker)")
+
+
+def _rootfs(args: argparse.Namespace) -> str:
+    return getattr(args, "rootfs", None) or "image"
 
 
 def _provider(args: argparse.Namespace) -> SandboxProvider:
@@ -98,7 +107,7 @@ def _build_log(msg: str) -> None:
 
 def cmd_build(args: argparse.Namespace) -> int:
     tasks = _select(args)
-    tags = _sandboxes(args).ensure_images(tasks, args.base_image, progress=_build_log)
+    tags = _sandboxes(args).ensure_images(tasks, args.base_image, progress=_build_log, rootfs_from=_rootfs(args))
     for task_id, images in tags.items():
         grading = f"\t(grading: {images.grading})" if images.grading != images.agent else ""
         print(f"{task_id}\t{images.agent}{grading}")
@@ -132,7 +141,7 @@ def _grading_setup(args: argparse.Namespace, tasks: list[Task], command: str
     except ValueError as err:
         raise TaskError(f"bad grading option: {err}") from None
     sandboxes = _sandboxes(args)
-    images = sandboxes.ensure_images(tasks, BASE_IMAGE, progress=_build_log)
+    images = sandboxes.ensure_images(tasks, BASE_IMAGE, progress=_build_log, rootfs_from=_rootfs(args))
     run_id = getattr(args, "run_id", None) or time.strftime("%Y%m%d-%H%M%S")
     out = args.out or Path("outputs") / f"{command}-{run_id}"
     return config, sandboxes, images, out, provenance.collect(sandboxes, images, config)
@@ -265,7 +274,7 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]",
         if name in ("validate", "grade"):
             grading_args(p)
         if name in SANDBOX_COMMANDS:
-            provider_args(p)
+            provider_args(p, rootfs=name != "cleanup")
         if name == "tasks":
             p.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
         if name == "validate":

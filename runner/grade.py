@@ -16,22 +16,22 @@ if TYPE_CHECKING:
 
 
 def regrade(run_dir: Path, force: bool = False, changes: dict[str, Any] | None = None,
-            sandbox_provider: str | None = None, retry_errors: bool = True) -> Path:
+            sandbox_provider: str | None = None, retry_errors: bool = True, rootfs: str | None = None) -> Path:
     """Grade every finished rollout of a run that lacks a matching report; rewrite results and reports.
     `changes` are grading settings that replace the run's (rounds, mode, stat, p, gso_version);
-    `sandbox_provider` replaces the run's `sandbox.provider` (None: the run's own); `retry_errors` redoes
-    stored reports with status error (infrastructure)."""
+    `sandbox_provider` and `rootfs` replace the run's `sandbox.provider` and `sandbox.rootfs` (None: the run's
+    own); `retry_errors` redoes stored reports with status error (infrastructure)."""
     from runner.lock import RunLock
     from runner.store import RunStore
 
     store = RunStore(run_dir)
     plain = store.load_config()
     with RunLock(run_dir, "grade"):  # (a live run, or another regrade, would lose what this one rewrites)
-        return _regrade(store, plain, force, changes, sandbox_provider, retry_errors)
+        return _regrade(store, plain, force, changes, sandbox_provider, retry_errors, rootfs)
 
 
 def _regrade(store: "RunStore", plain: dict[str, Any], force: bool, changes: dict[str, Any] | None,
-             sandbox_provider: str | None, retry_errors: bool) -> Path:
+             sandbox_provider: str | None, retry_errors: bool, rootfs: str | None) -> Path:
     from harness.grader.config import GradeConfig
     from harness.sandbox.providers import provider
     from runner.config import validate
@@ -48,6 +48,8 @@ def _regrade(store: "RunStore", plain: dict[str, Any], force: bool, changes: dic
             raise ConfigError(f"bad grading option: {err}") from None
     if sandbox_provider is not None:  # on conf, so the reports' provenance names the provider that graded
         conf.sandbox.provider = sandbox_provider
+    if rootfs is not None:
+        conf.sandbox.rootfs = rootfs
     tasks = {t.id: t for t in select(conf)}
     rollouts = [store.rollout(tid, i) for tid in tasks for i in range(conf.rollouts)]
     finished = [r for r in rollouts if r is not None]
@@ -100,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     from runner.report import report_command
 
     return report_command(lambda: regrade(args.run_dir, args.force, grading_changes(args), args.provider,
-                                          getattr(args, "retry_errors", True)),
+                                          getattr(args, "retry_errors", True), getattr(args, "rootfs", None)),
                           (ConfigError, TaskError, SandboxError), "the gradings finished", args.run_dir)
 
 

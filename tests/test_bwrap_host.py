@@ -8,7 +8,10 @@ grading run in bubblewrap sandboxes, and nothing is left behind.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +27,7 @@ from tests.gso_rows import make_gso
 from tests.test_runner import FAST, SLOW, runner
 
 HARBOR = Path(__file__).parent / "fixtures" / "harbor"
+ROOT = Path(__file__).resolve().parent.parent
 NO_DOCKER = {"DOCKER_HOST": "unix:///nonexistent/docker.sock"}  # any call to an engine fails
 
 
@@ -94,6 +98,40 @@ def test_a_run_over_the_hosts_system_needs_no_docker(tmp_path: Path) -> None:
         assert report["summary"]["opt_at_k"]["1"] == expected, report["summary"]
         assert report["provenance"]["sandbox_provider"] == "bwrap"
         assert _ours(done.pid) == []  # type: ignore[attr-defined]
+
+
+@pytest.mark.docker  # (the run to grade is made with Docker; everything after runs with no engine reachable)
+@pytest.mark.timed  # validate's verdict: the gold patch against the expert
+def test_grading_commands_take_rootfs_host(tmp_path: Path) -> None:
+    """`--provider bwrap --rootfs host` on every grading command, so a machine without Docker can grade a
+    run made elsewhere, predictions files and a task's validation."""
+    tasks = tmp_path / "tasks"
+    write_task(tasks, "alpha", slow_src=SLOW, fast_src=FAST)  # (test_runner's task: its image is cached)
+    made = runner(f"tasks.selector={tasks}", "model=oracle", "scaffold=mini_swe", "grade=none", "name=r",
+                  out=tmp_path / "out", timeout=600)
+    assert made.returncode == 0, made.stderr[-2000:]
+    run = tmp_path / "out" / "runs" / "r"
+    host = ["--provider", "bwrap", "--rootfs", "host", "--rounds", "2"]
+    cli = [sys.executable, "-m", "runner.cli"]
+
+    def command(*args: str | Path) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([*cli, *map(str, args), *host], cwd=ROOT, capture_output=True, text=True,
+                              env={**os.environ, **NO_DOCKER}, timeout=600)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+        return done
+
+    command("grade", run)
+    (record,) = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    assert record["grading"]["status"] == "passed" and record["grading"]["opt_base"], record["grading"]
+    report = json.loads((run / "report.json").read_text())
+    assert report["provenance"]["sandbox_provider"] == "bwrap"
+    assert [name.split("/")[0] for name in report["provenance"]["images"]["alpha"]] == ["host"], report["provenance"]
+    done = command("grade", "--predictions", run / "predictions" / "rollout_0.jsonl", "--tasks", tasks,
+                   "--out", tmp_path / "graded")
+    summary = json.loads((tmp_path / "graded" / "summary.json").read_text())
+    assert summary["statuses"] == {"passed": 1} and "Opt@1" in done.stdout, summary
+    done = command("validate", "--tasks", tasks, "--out", tmp_path / "valid")
+    assert "1/1 tasks valid" in done.stdout, done.stdout[-2000:]
 
 
 @pytest.mark.slow  # (CI time, 40-90 s here: make bench)

@@ -24,3 +24,5 @@ def test_unprivileged_user_without_docker_gets_one_line(argv: list[str], hint: s
     assert "Traceback" not in done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot reach a Docker engine" in lines[0] and hint in lines[0], done.stderr
+    if "setup" in hint:  # the commands that need an engine also say how to do without one
+        assert "--provider bwrap --rootfs host" in lines[0]

@@ -42,6 +42,7 @@ def storm() -> tuple[OpenAIServer, list[tuple[float, float]]]:
     return OpenAIServer(policy=answer), pauses
 
 
+@pytest.mark.timed  # how soon the runner heeds a 429 (LAG_S): beside other tests a reply was read 0.8 s late
 def test_a_429_storm_slows_the_run_and_loses_nothing(tasks_dir: Path, tmp_path: Path) -> None:  # noqa: F811
     server, pauses = storm()
     with server:

@@ -59,7 +59,9 @@ def _start_daemon() -> None:
     subprocess.Popen(["dockerd"], stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
 
 
-SETUP_HINT = "run 'optrunner setup' (or 'make docker') to install and start one, or start Docker yourself"
+SETUP_HINT = ("run 'optrunner setup' (or 'make docker') to install and start one, or start Docker yourself; "
+              "with no Docker, bubblewrap over this host's system: sandbox=bwrap sandbox.rootfs=host "
+              "(grading commands: --provider bwrap --rootfs host)")
 
 
 def ensure_engine(wait_seconds: float = WAIT_SECONDS, start: bool = True) -> str:

@@ -73,8 +73,8 @@ class DockerProvider:
                       progress: Progress = print, base_map: Mapping[str, str] | None = None,
                       rootfs_from: str = "image") -> dict[str, TaskImages]:
         if rootfs_from != "image":
-            raise SandboxUnavailable(f"sandbox.rootfs={rootfs_from} needs sandbox.provider=bwrap; Docker runs "
-                                     "task images only")
+            raise SandboxUnavailable(f"sandbox.rootfs={rootfs_from} needs sandbox.provider=bwrap (grading commands: "
+                                     "--provider bwrap); Docker runs task images only")
         with engine_errors():
             return ensure_images(docker_client(), list(tasks), BaseImageSpec(base=base_image), progress, base_map)
 
