@@ -57,14 +57,14 @@ cputorch: venv
 
 # (the `slow` variants, longer forms of tests it runs, are `make bench`'s.) Two passes. First every test but
 # the `timed` ones, three processes at a time on two cores, each taking whole files (--dist loadfile: a file's
-# shared fixtures, a Ray cluster or a task image, are made once), the engine's files first: their tests mostly
+# shared fixtures, a Ray cluster or a task image, are made once), the longest first: their tests mostly
 # wait on containers and sleep-timed tasks (two processes left the CPUs 65% idle), and share no engine state
 # (containers are owned by their process).
 # Then the `timed` ones, one at a time: they judge CPU-bound code, and a second process would be noise.
 # Each pass prints its slowest tests and its time by file (tests/timing_guard.py, which also fails a test
 # over 60 s with no `long` marker).
 test: images gsobench browser hostpython uplink cputorch
-	$(PY) -m pytest -q -m "not timed and not slow" -n 3 --dist loadfile
+	$(PY) -m pytest -q -m "not timed and not slow" -n 3 --dist loadfile --no-loadscope-reorder
 	$(PY) -m pytest -q -m "timed and not slow"
 
 # The tests that need no Docker engine (under a minute): config refusals, metrics, parsers, the CLI; spread

@@ -2,8 +2,10 @@
 
 - After the run: the total, and the files that took longest (set-up, call and tear-down of their tests
   summed; pytest's own `--durations` lists the slowest tests).
-- Files with Docker tests are collected first: `make test` runs files two at a time (pytest-xdist's
-  loadfile), and the quick files then fill the end instead of a long file starting last.
+- The longest files are collected first (LONG_FILES), then the other files with Docker tests: `make test`
+  runs files three at a time (pytest-xdist's loadfile, told to keep this order: by default it starts the
+  files with the most tests first, and the Ray file, 5 tests and ~200 s, started near the end), so the
+  quick files fill the end instead of a long file starting last.
 - A test whose call takes over LIMIT seconds fails the run unless it carries `@pytest.mark.long("why")`:
   a slow test is a choice someone wrote down, not something that crept in.
 Works under pytest-xdist too (the reports reach the controller).
@@ -29,9 +31,23 @@ def pytest_configure(config: pytest.Config) -> None:
     _started[0] = time.monotonic()
 
 
+# Seconds each long file took in make test's first pass (the "time by file" lines, 2026-11-29, three
+# processes on two cores): only the order they start in depends on these.
+LONG_FILES = {"tests/test_runner.py": 289, "tests/test_ray.py": 227, "tests/test_aggregate.py": 103,
+              "tests/test_checkpoints.py": 87, "tests/test_sandbox_killed.py": 85, "tests/test_harbor_run.py": 77,
+              "tests/test_installed.py": 69, "tests/test_sandbox_conformance.py": 55,
+              "tests/test_autolab_fixtures.py": 54, "tests/test_installed_claude.py": 48,
+              "tests/test_terminus.py": 48, "tests/test_gpukit.py": 47, "tests/test_bwrap_host.py": 45}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     with_docker = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("docker")}
-    items.sort(key=lambda item: item.nodeid.split("::")[0] not in with_docker)  # (stable: file order kept)
+
+    def order(item: pytest.Item) -> tuple[float, bool]:
+        path = item.nodeid.split("::")[0]
+        return -LONG_FILES.get(path, 0), path not in with_docker
+
+    items.sort(key=order)  # (stable: the order within a file is kept)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
