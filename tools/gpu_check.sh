@@ -3,11 +3,12 @@
 # the oracle, the no-op and the weaker oracle, and the gold patches regraded three times; one line per
 # figure, then the machine and the clock policy.
 #
-#   tools/gpu_check.sh [--wheels DIR] [--provider docker|bwrap] [--out DIR] [--rounds N]
+#   tools/gpu_check.sh [--wheels DIR] [--python PY] [--provider docker|bwrap] [--out DIR] [--rounds N]
 #
 # --wheels DIR  install the project from a folder of wheels (no package index needed); without it, pip
-#               installs from the index. Either way into .gpu-venv, which sees the host's own torch,
-#               triton and CUDA (--system-site-packages).
+#               installs from the index. Either way into .gpu-venv (tools/gpu_venv.sh), which sees the
+#               packages of the host's interpreter: its torch, triton and CUDA, also when it is a venv.
+# --python PY   that interpreter (default: the first python3 on PATH that imports torch)
 # --provider    docker where `docker info` answers (the NVIDIA runtime gives containers their GPUs; the
 #               task images need a base with torch and CUDA: sandbox.base_image), else bwrap over the
 #               host's own system (sandbox.rootfs=host), the default on a GPU machine without Docker.
@@ -17,10 +18,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-WHEELS="" PROVIDER="" OUT="/tmp/optrunner-gpu-check" ROUNDS=5
+WHEELS="" HOST_PY="" PROVIDER="" OUT="/tmp/optrunner-gpu-check" ROUNDS=5
 while [ $# -gt 0 ]; do
   case "$1" in
     --wheels) WHEELS="$2"; shift 2 ;;
+    --python) HOST_PY="$2"; shift 2 ;;
     --provider) PROVIDER="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --rounds) ROUNDS="$2"; shift 2 ;;
@@ -37,15 +39,10 @@ case "$PROVIDER" in
   *) echo "gpu_check: --provider is docker or bwrap, got $PROVIDER" >&2; exit 2 ;;
 esac
 
-python3 -m venv --system-site-packages .gpu-venv
-PY=.gpu-venv/bin/python
-if [ -n "$WHEELS" ]; then
-  # (every wheel of the folder, without resolving: it leaves out what the host has, tools/gpu_wheels.sh)
-  $PY -m pip install -q --no-index --no-deps "$WHEELS"/*.whl
-else
-  $PY -m pip install -q -e ".[gpu,bwrap]"
-fi
-$PY -c 'import torch; assert torch.cuda.is_available(), "torch sees no GPU"' \
+PY=$(tools/gpu_venv.sh ${WHEELS:+--wheels "$WHEELS"} ${HOST_PY:+--python "$HOST_PY"} | tail -1)
+$PY -c 'import torch' 2>/dev/null \
+  || { echo "gpu_check: the check's venv has no torch: give --python the interpreter that has it" >&2; exit 2; }
+$PY -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null \
   || { echo "gpu_check: the host's torch sees no GPU" >&2; exit 2; }
 
 mkdir -p "$OUT"
