@@ -16,6 +16,7 @@ import pytest
 
 from harness.sandbox.docker.containers import LABEL
 from harness.sandbox.docker.containers import OWNER_LABEL, owner_id, remove_containers
+from harness.sandbox.docker.images import run_step
 from harness.sandbox.docker.sandbox import DockerSandbox
 from harness.sandbox.docker.stream import DockerStream
 from harness.sandbox.interface import OutputCapture as _Capture
@@ -175,6 +176,7 @@ def test_output_the_engine_lost_is_an_infrastructure_error_not_a_quiet_command(b
     api.exec_start = read_late  # type: ignore[method-assign]
     try:
         assert box.exec("printf 'PATH=%s' \"$PATH\"").output.startswith("PATH=/")
+        assert run_step(box.container, "printf 'PATH=%s' \"$PATH\"", "probe").startswith("PATH=/")  # image builds
     finally:
         del api.exec_start
     # A command that kills the shell around it (so no end marker) gets its exit status, not a retry. (Its
