@@ -70,10 +70,11 @@ def test_a_container_whose_start_failed_is_removed(monkeypatch: pytest.MonkeyPat
         raise requests.exceptions.ConnectionError("Connection aborted.")
 
     monkeypatch.setattr("docker.models.containers.Container.start", refuse)
-    before = {c.id for c in client().containers.list(all=True, filters={"label": containers.LABEL})}
+    ours = {"label": f"{containers.OWNER_LABEL}={containers.owner_id()}"}  # (other test processes run beside)
+    before = {c.id for c in client().containers.list(all=True, filters=ours)}
     with pytest.raises(SandboxError, match="Connection aborted"):
         DockerSandbox.start(task_image(smoke_task()), client=client())
-    after = {c.id for c in client().containers.list(all=True, filters={"label": containers.LABEL})}
+    after = {c.id for c in client().containers.list(all=True, filters=ours)}
     assert after - before == set()  # created, then removed: not left behind
 
 
