@@ -29,7 +29,7 @@ import docker.errors
 from docker.models.containers import Container
 
 from harness.sandbox.docker.containers import LABEL, OWNER_LABEL, owner_id
-from harness.sandbox.docker.stream import DockerStream
+from harness.sandbox.docker.stream import run_exec
 from harness.sandbox.interface import BASE_COMMIT_LABEL, DEFAULT_BASE_IMAGE, ImageBuildError
 from harness.sandbox.taskimage.contents import (DEFAULT_PATH, GIT_ENV, IMAGE_ENV, RECIPE_VERSION, VENV_FOUND,
                                                 VENV_PROFILE, content_hash, repo_tar, task_image_tag, venv_env)
@@ -73,14 +73,9 @@ def image_exists(client: docker.DockerClient, tag: str) -> bool:
 
 def run_step(container: Container, cmd: str, what: str, env: dict[str, str] | None = None,
              workdir: str = "/") -> str:
-    # Read by DockerStream, not docker-py's exec_run: that reads the raw socket after http.client's reader
-    # may have taken the whole output with the headers (seen: a history cut's output came back empty).
-    api = container.client.api
-    exec_id = api.exec_create(container.id, ["bash", "-lc", cmd], environment=env, workdir=workdir)["Id"]
+    # (not docker-py's exec_run: a history cut's output once came back empty, see stream.run_exec)
     chunks: list[bytes] = []
-    stream = DockerStream(api, exec_id, api.exec_start(exec_id, socket=True), tty=False)
-    stream.drain(chunks.append)
-    code = stream.wait_exit()
+    code = run_exec(container.client.api, container.id, ["bash", "-lc", cmd], chunks.append, workdir, env)
     text = b"".join(chunks).decode("utf-8", errors="replace")
     if code != 0:
         raise ImageBuildError(f"{what}: command failed (exit {code}): {cmd}\n{_tail(text)}")

@@ -34,7 +34,7 @@ from harness.gpus import Gpu
 from harness.sandbox.docker.containers import (LABEL, OWNER_LABEL, create_container,
                                                docker_client, hardening_options, owner_id, track, untrack)
 from harness.sandbox.docker import deaths
-from harness.sandbox.docker.stream import DockerStream
+from harness.sandbox.docker.stream import DockerStream, run_exec
 from harness.sandbox import kept, netns, overlay
 from harness.sandbox.archive import tar_of
 from harness.sandbox.gitdiff import take_diff
@@ -135,12 +135,9 @@ class DockerSandbox:
         started = time.monotonic()
 
         def run() -> None:
-            api = self._client.api
             try:
-                exec_id = api.exec_create(self.container.id, argv, workdir=cwd or self.workdir, environment=env)["Id"]
-                stream = DockerStream(api, exec_id, api.exec_start(exec_id, socket=True), tty=False)
-                stream.drain(capture.add)
-                outcome["exit_code"] = stream.wait_exit()
+                outcome["exit_code"] = run_exec(self._client.api, self.container.id, argv, capture.add,
+                                                cwd or self.workdir, env)
             except (*ENGINE_ERRORS, SandboxError) as err:  # reported by the caller's thread
                 outcome["error"] = _first_line(err).removeprefix("docker: ")
             except OSError as err:  # the connection to the engine broke mid-stream

@@ -34,6 +34,17 @@ def _read_ahead(holder: object, sock: socket.socket) -> bytes:
         sock.settimeout(timeout)
 
 
+def run_exec(api: docker.APIClient, container_id: str, argv: list[str], add: Callable[[bytes], None],
+             workdir: str | None = None, environment: dict[str, str] | None = None) -> int:
+    """Run `argv` in the container, hand its output (stdout and stderr as they come) to `add`, and return
+    its exit code (-1 if the engine never stops saying it runs). Read by DockerStream, never by docker-py's
+    exec_run, which loses what http.client read ahead (_read_ahead)."""
+    exec_id = api.exec_create(container_id, argv, workdir=workdir, environment=environment)["Id"]
+    stream = DockerStream(api, exec_id, api.exec_start(exec_id, socket=True), tty=False)
+    stream.drain(add)
+    return stream.wait_exit()
+
+
 class DockerStream:
     """A byte stream to a long-lived process in the container (a persistent shell, a REPL).
 
