@@ -1,7 +1,8 @@
 """A run's gradings: each finished rollout's patch through the harness grader.
 
 A stored report is reused while the patch and the grading settings are unchanged (resume), unless its
-status is `error` (infrastructure: the engine died), which is redone unless retry_errors is off. Within a run,
+status is `error` (infrastructure: the engine died), which is redone unless retry_errors is off; a
+grading that ends in `error` now is timed once more at once (`error_before` keeps why). Within a run,
 rollouts of one task that produced byte-identical patches share one grading: timing the same code twice
 only measures noise, and the reuse is recorded (`reused_from`). What is left to measure becomes one
 timing job per task, all its distinct patches graded in one session (harness.grader.grade), handed to
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeGuard
 
 from harness.grader.config import GradeConfig
@@ -102,12 +103,26 @@ class Grader:
                 jobs[j].patches.append(record.patch or "")
                 waiting[j].append([(task, record)])
                 slot_of[key] = (j, len(waiting[j]) - 1)
-        for j, reports in self.timing(jobs, log):
+        for j, reports in self._timed(jobs, log):
             for k, report in enumerate(reports):
                 (task, first), *others = waiting[j][k]
                 yield task, first, self._keep(task, first, report, save=True)
                 for task, record in others:
                     yield task, record, self._keep(task, record, {**report, "reused_from": first.rollout}, save=True)
+
+    def _timed(self, jobs: Sequence[TimingJob], log: Log) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+        """The timing function's reports, where one is an `error` (infrastructure: an engine that lost a
+        command's output, a container that died under it) its patch timed once more at once: a run's
+        results should not keep a verdict the engine decided. The report says what went wrong first."""
+        for j, reports in self.timing(jobs, log):
+            again = [k for k, report in enumerate(reports) if report.get("status") == "error"]
+            if again and self.retry_errors:
+                log(f"{jobs[j].task.id}: {len(again)} grading(s) failed on the infrastructure; timing them again")
+                retry = replace(jobs[j], patches=[jobs[j].patches[k] for k in again])
+                for _, redone in self.timing([retry], log):
+                    for k, report in zip(again, redone):
+                        reports[k] = {**report, "error_before": str(reports[k].get("reason", ""))[:2000]}
+            yield j, reports
 
     def _keep(self, task: Task, record: RolloutRecord, report: dict[str, Any], save: bool = False) -> dict[str, Any]:
         if save:

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -194,6 +195,9 @@ def test_a_stop_signal_keeps_the_work_of_a_rollout_waiting_on_its_model(tmp_path
             return bool(journal) and len(journal[0].read_text().splitlines()) >= 3
 
         wait_for(three_answered, 120, "three answered calls")
+        # The third reply's action (an echo) runs, then the fourth call waits 2 s on the model: a signal
+        # during the action keeps nothing new (its state is not consistent), so it comes in that wait.
+        time.sleep(1.0)
         proc.send_signal(signal.SIGTERM)
         output, _ = proc.communicate(timeout=60)
     finally:
@@ -201,7 +205,9 @@ def test_a_stop_signal_keeps_the_work_of_a_rollout_waiting_on_its_model(tmp_path
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 143, output[-2000:]
     path = run_dir(tmp_path)
-    (kept,) = path.glob("checkpoints/*__0.json")
+    kept_files = list(path.glob("checkpoints/*__0.json"))
+    assert len(kept_files) == 1, output[-3000:]
+    (kept,) = kept_files
     done = len(json.loads(kept.read_text())["state"]["steps"])
     assert done >= 3  # the steps answered before the signal: its periodic checkpoint would have been at 100
     again = runner(*args, out=tmp_path, timeout=600)

@@ -152,7 +152,7 @@ def test_oracle_solves_every_task_and_costs_what_its_tokens_cost(tasks_dir: Path
     report = json.loads((path / "report.json").read_text())
     if judge:
         judges = report["judges"]["scripted"]
-        assert judges["judged"] == 4 and judges["adjusted_opt_at_k"] == {"1": 1.0, "2": 1.0}
+        assert judges["judged"] == 4 and judges["adjusted_opt_at_k"] == {"1": 1.0, "2": 1.0}, verdicts(path)
         assert judges["soft"]["quadrants"]["Q1"] == 4 and (path / "judging" / "scripted" / "alpha" / "1.json").is_file()
         assert "## Judge scripted" in (path / "report.md").read_text()
         # The same run resumed with another judge: nothing to run or grade, every rollout judged anew.
