@@ -92,6 +92,8 @@ class SandboxConf(SandboxLimits):
     base_image: str = DEFAULT_BASE_IMAGE
     provider: str = DEFAULT_PROVIDER  # what starts the sandboxes (harness.sandbox.providers.PROVIDERS)
     rootfs: str = "image"  # image | host (harness.sandbox.providers.ROOTFS)
+    # rootfs=host: what runs as python3 (a path | system | auto); "": $OPTRUNNER_HOST_PYTHON, else auto
+    host_python: str = ""
 
     def problems(self) -> list[str]:
         out = super().problems()

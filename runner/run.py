@@ -12,6 +12,7 @@ signal removes this process's sandboxes and exits at once (`harness.signals`).
 """
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
@@ -22,7 +23,7 @@ from harness import signals
 from harness.models.loader import litellm_module
 from harness.models.records import CallRecord
 from harness.sandbox.interface import TaskImages
-from harness.sandbox.providers import provider
+from harness.sandbox.providers import HOST_PYTHON, provider
 from runner.checkpoints import CheckpointDir, checkpoint_dir
 from runner.config import ConfigError, RunConf
 from runner.executors.base import Context, Executor, Running, make_executor
@@ -134,6 +135,8 @@ class Runner:
         if check is not None:
             self.store.append_check(check.to_dict())
         removed = self.sandboxes.cleanup("orphans")  # containers of earlier runs that were killed
+        if self.conf.sandbox.host_python:  # (read where layers over the host are built)
+            os.environ[HOST_PYTHON] = self.conf.sandbox.host_python
         images = self.sandboxes.ensure_images(tasks, self.conf.sandbox.base_image,
                                               progress=lambda m: print(m, flush=True),
                                               base_map=dict(self.conf.tasks.base_map),

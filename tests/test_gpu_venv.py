@@ -3,12 +3,17 @@ holding what the checks need, no package index (the project comes from a folder 
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+
+from harness.sandbox.bwrap.rootfs import empty_layer, host_rootfs
+from harness.sandbox.bwrap.sandbox import BwrapSandbox
+from tests.docker_support import bwrap_here
 
 ROOT = Path(__file__).resolve().parent.parent
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -79,3 +84,27 @@ def test_without_python_the_interpreter_that_imports_torch_is_chosen(tmp_path: P
     seen = subprocess.run([str(tmp_path / "check" / "bin" / "python"), "-c", "import torch, probe_pkg"],
                           capture_output=True, text=True)
     assert seen.returncode == 0, seen.stderr[-1000:]
+
+
+@pytest.mark.skipif(not bwrap_here(), reason="bubblewrap cannot make sandboxes on this machine")
+def test_a_host_python_without_ensurepip_gets_its_venv_all_the_same(tmp_path: Path) -> None:
+    """Ubuntu's python3 without python3-venv: `python3 -m venv` fails for want of ensurepip. Shown in a
+    sandbox over this host whose layer hides the stdlib's ensurepip (an overlay whiteout)."""
+    stdlib = subprocess.run([SYSTEM_PYTHON, "-c", "import sysconfig; print(sysconfig.get_paths()['stdlib'])"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    layer = empty_layer(tmp_path / "layer")
+    hidden = layer / "usr" / Path(stdlib).relative_to("/usr") / "ensurepip"
+    hidden.parent.mkdir(parents=True)
+    os.mknod(hidden, stat.S_IFCHR, os.makedev(0, 0))  # (overlayfs's whiteout: no such file above it)
+    wheels = _wheel(tmp_path / "wheels")
+    box = BwrapSandbox.start(host_rootfs("no-ensurepip", (layer,), {"binds": [str(ROOT), str(wheels)]}))
+    try:
+        assert box.exec(f"{SYSTEM_PYTHON} -m venv /tmp/plain", timeout=120).exit_code != 0  # as such a host
+        done = box.exec(f"bash {ROOT}/tools/gpu_venv.sh --python {SYSTEM_PYTHON} --wheels {wheels} --dir /tmp/check",
+                        timeout=300)
+        assert done.exit_code == 0, done.output[-2000:]
+        assert "making it without pip" in done.output and done.output.strip().endswith("/tmp/check/bin/python")
+        seen = box.exec("/tmp/check/bin/python -c 'import probe_pkg; print(probe_pkg.VERSION)'", timeout=60)
+        assert seen.output.strip() == "1.0", seen.output
+    finally:
+        box.close()

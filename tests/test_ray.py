@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import docker.errors as docker_errors
 import pytest
 
 from tests.docker_support import client
@@ -179,10 +180,14 @@ def test_a_node_without_the_image_loads_it_from_the_driver(cluster: tuple[Cluste
     from runner.executors.ray_actors import ImageDepot
 
     docker = client()
-    source = docker.images.list(filters={"label": "optrunner.task"})[0] if docker.images.list(
-        filters={"label": "optrunner.task"}) else docker.images.list()[0]
     name = "optrunner-test/depot:1"
-    source.tag(name)
+    # (any task image, else any image; one another test process removes meanwhile is passed over)
+    for source in docker.images.list(filters={"label": "optrunner.task"}) + docker.images.list():
+        try:
+            source.tag(name)
+            break
+        except docker_errors.NotFound:
+            continue
     ray.init(address=cluster[0].address, logging_level="ERROR", log_to_driver=False)
     try:
         depot = ray.remote(ImageDepot).options(num_cpus=0).remote("docker")

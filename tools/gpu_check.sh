@@ -1,35 +1,54 @@
 #!/usr/bin/env bash
-# The GPU checks, in one script, on a machine with an NVIDIA GPU: the GPU task family (tasks=gpu) run by
-# the oracle, the no-op and the weaker oracle, and the gold patches regraded three times; one line per
-# figure, then the machine and the clock policy.
+# The GPU checks, in parts, on a machine with an NVIDIA GPU: the GPU task family (tasks=gpu) run by the
+# oracle, the no-op and the weaker oracle, the gold patches regraded, the hack fixtures graded beside the
+# gold and weaker patches. One line per figure, and one per part with its time.
 #
-#   tools/gpu_check.sh [--wheels DIR] [--python PY] [--provider docker|bwrap] [--out DIR] [--rounds N]
+#   tools/gpu_check.sh [--quick] [--tasks ID,..] [--parts P,..] [--rounds N] [--regrades N] [--selector S]
+#                      [--wheels DIR] [--python PY] [--provider docker|bwrap] [--out DIR] [--again]
 #
-# --wheels DIR  install the project from a folder of wheels (no package index needed); without it, pip
-#               installs from the index. Either way into .gpu-venv (tools/gpu_venv.sh), which sees the
-#               packages of the host's interpreter: its torch, triton and CUDA, also when it is a venv.
-# --python PY   that interpreter (default: the first python3 on PATH that imports torch)
-# --provider    docker where `docker info` answers (the NVIDIA runtime gives containers their GPUs; the
-#               task images need a base with torch and CUDA: sandbox.base_image), else bwrap over the
-#               host's own system (sandbox.rootfs=host), the default on a GPU machine without Docker.
-# Targets: Opt@1 1.000 (oracle), 0.000 (noop); gold hm against the expert with a CV <= 1% with the SM
-# clock locked, <= 2% without; the GPU hack patches (tests/fixtures/hacks/<task>/) credited with nothing,
-# graded in one session with their task's gold and weaker patches (which stay passed).
+# --parts     of install, probe, oracle, noop, weaker, gold, hacks (default all, in that order):
+#             install  the check's venv (tools/gpu_venv.sh)    probe  torch, the GPU, a host sandbox's view
+#             oracle, noop, weaker  one run each (rollouts=2): Opt@1
+#             gold     the gold patches regraded --regrades times: hm against the expert, its CV
+#             hacks    the hack fixtures (tests/fixtures/hacks/<task>/) in one session with the gold and weaker
+#                      patches; the gold's CV there comes from that session's per-round paired ratios
+# --quick     one call's worth (8 minutes on one H100): --tasks softmax_fused --parts
+#             install,probe,oracle,noop,hacks --rounds 3 (the gold's CV read from the hacks session)
+# --tasks     a subset of the selector's tasks; --selector: what tasks= selects (default gpu)
+# --wheels    install the project from a folder of wheels (make gpu-wheels; no package index needed)
+# --python    the interpreter with torch (default: the first python3 on PATH that imports torch); it is
+#             also what python3 is in the sandboxes over the host (OPTRUNNER_HOST_PYTHON)
+# --provider  docker where `docker info` answers, else bwrap over the host's own system (sandbox.rootfs=host)
+# --out       where the runs and each part's line go (default /tmp/optrunner-gpu-check). A part whose line
+#             is there is not run again (a check cut short goes on where it stopped) unless --again.
+# Targets: Opt@1 1.000 (oracle), 0.000 (noop); gold hm against the expert with a CV <= 1% with the SM clock
+# locked, <= 2% without; every hack credited with nothing, the gold and weaker patches passed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-WHEELS="" HOST_PY="" PROVIDER="" OUT="/tmp/optrunner-gpu-check" ROUNDS=5
+WHEELS="" HOST_PY="" PROVIDER="" OUT="/tmp/optrunner-gpu-check" ROUNDS=5 REGRADES=3 TASKS="" SELECTOR=gpu
+PARTS="install,probe,oracle,noop,weaker,gold,hacks" AGAIN=0
 while [ $# -gt 0 ]; do
   case "$1" in
+    --quick) TASKS="softmax_fused" PARTS="install,probe,oracle,noop,hacks" ROUNDS=3; shift ;;
+    --tasks) TASKS="$2"; shift 2 ;;
+    --parts) PARTS="$2"; shift 2 ;;
+    --rounds) ROUNDS="$2"; shift 2 ;;
+    --regrades) REGRADES="$2"; shift 2 ;;
+    --selector) SELECTOR="$2"; shift 2 ;;
     --wheels) WHEELS="$2"; shift 2 ;;
     --python) HOST_PY="$2"; shift 2 ;;
     --provider) PROVIDER="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
-    --rounds) ROUNDS="$2"; shift 2 ;;
+    --again) AGAIN=1; shift ;;
     *) echo "gpu_check: unknown option $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
-command -v nvidia-smi >/dev/null || { echo "gpu_check: no nvidia-smi: this machine has no NVIDIA driver" >&2; exit 2; }
+for part in ${PARTS//,/ }; do
+  case "$part" in install|probe|oracle|noop|weaker|gold|hacks) ;;
+    *) echo "gpu_check: unknown part $part (install, probe, oracle, noop, weaker, gold, hacks)" >&2; exit 2 ;;
+  esac
+done
 if [ -z "$PROVIDER" ]; then
   if docker info >/dev/null 2>&1; then PROVIDER=docker; else PROVIDER=bwrap; fi
 fi
@@ -38,77 +57,77 @@ case "$PROVIDER" in
   bwrap) SANDBOX=(sandbox.provider=bwrap sandbox.rootfs=host) ;;
   *) echo "gpu_check: --provider is docker or bwrap, got $PROVIDER" >&2; exit 2 ;;
 esac
+mkdir -p "$OUT/lines"
+PY=.gpu-venv/bin/python
+SELECT=("tasks.selector=$SELECTOR") PICK=(--selector "$SELECTOR")
+if [ -n "$TASKS" ]; then SELECT+=("tasks.ids=[$TASKS]"); PICK+=(--tasks "$TASKS"); fi
 
-PY=$(tools/gpu_venv.sh ${WHEELS:+--wheels "$WHEELS"} ${HOST_PY:+--python "$HOST_PY"} | tail -1)
-$PY -c 'import torch' 2>/dev/null \
-  || { echo "gpu_check: the check's venv has no torch: give --python the interpreter that has it" >&2; exit 2; }
-$PY -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null \
-  || { echo "gpu_check: the host's torch sees no GPU" >&2; exit 2; }
-
-mkdir -p "$OUT"
-run() {  # run NAME MODEL: one runner run of tasks=gpu; prints its Opt@1
-  local name="$1" model="$2"
-  $PY -m runner tasks=gpu "model=$model" scaffold=mini_swe rollouts=2 "grading.rounds=$ROUNDS" \
-    "output_root=$OUT" "name=$name" "${SANDBOX[@]}" >"$OUT/$name.log" 2>&1 \
-    || { echo "$name: the run failed (exit $?), see $OUT/$name.log"; return 0; }
-  $PY - "$OUT/runs/$name/report.json" "$name" <<'PY'
-import json, sys
-report = json.load(open(sys.argv[1]))
-summary, name = report["summary"], sys.argv[2]
-statuses = sorted({r.get("status", "?") for t in report["tasks"].values() for r in t["rollouts"]})
-print(f"{name}: Opt@1 {summary['opt_at_k']['1']:.3f}, Avg@1 {summary['avg_at_k']['1']:.3f}"
-      + (f" (statuses: {', '.join(statuses)})" if statuses else ""))
-PY
+# part NAME COMMAND...: runs it unless its line is kept from before; prints its lines and its time
+part() {
+  local name="$1"; shift
+  [[ ",$PARTS," == *",$name,"* ]] || return 0
+  if [ "$AGAIN" = 0 ] && [ -s "$OUT/lines/$name" ]; then
+    sed "s/\$/ (kept from before)/" "$OUT/lines/$name"; return 0
+  fi
+  local started=$SECONDS rc=0
+  "$@" >"$OUT/lines/$name.new" 2>"$OUT/$name.err" || rc=$?
+  cat "$OUT/lines/$name.new"
+  if [ "$rc" != 0 ]; then
+    echo "$name: failed (exit $rc) after $((SECONDS - started)) s: $(tail -1 "$OUT/$name.err")"
+    rm -f "$OUT/lines/$name.new"
+    [ "$name" = install ] && exit 2  # nothing after it can run
+    return 0
+  fi
+  echo "$name: done in $((SECONDS - started)) s" >>"$OUT/lines/$name.new"
+  tail -1 "$OUT/lines/$name.new"
+  mv "$OUT/lines/$name.new" "$OUT/lines/$name"
 }
-run gpu-oracle oracle
-run gpu-noop noop
-run gpu-weaker oracle_weaker
 
-# The gold patches regraded three times: hm of the patch against the expert per regrade, and its CV.
-$PY - "$PROVIDER" "$ROUNDS" <<'PY'
-import statistics, sys
-from harness.grader.config import GradeConfig
-from harness.grader.grade import grade, grade_patches
-from harness.sandbox.providers import provider
-from harness.tasks import select_tasks
+install() {
+  tools/gpu_venv.sh ${WHEELS:+--wheels "$WHEELS"} ${HOST_PY:+--python "$HOST_PY"} >/dev/null
+  echo "install: .gpu-venv from ${HOST_PY:-the first python3 with torch}$([ -n "$WHEELS" ] && echo ", wheels of $WHEELS")"
+}
+part install install
+[ -x "$PY" ] || { echo "gpu_check: no .gpu-venv: run the install part" >&2; exit 2; }
+# what python3 is in the sandboxes over the host: the interpreter the check's venv was made from
+export OPTRUNNER_HOST_PYTHON="${HOST_PY:-$(cat .gpu-venv/host-python 2>/dev/null)}"
+[ -n "$OPTRUNNER_HOST_PYTHON" ] || unset OPTRUNNER_HOST_PYTHON
 
-name, rounds = sys.argv[1], int(sys.argv[2])
-tasks = select_tasks("gpu")
-host = {"rootfs_from": "host"} if name == "bwrap" else {}
-images = provider(name).ensure_images(tasks, progress=lambda _m: None, **host)
-policies = set()
-for task in tasks:
-    hms = []
-    for _ in range(3):
-        found = images[task.id]
-        report = grade(task, task.expert_patch, found.grading, GradeConfig(rounds=rounds), sandboxes=provider(name),
-                       base_image=found.base)
-        policies.add((report.get("session") or {}).get("gpu_clocks", "?"))
-        speedups = (report.get("per_test_speedups") or {}).get("patch_commit") or []
-        hms.append(len(speedups) / sum(1 / s for s in speedups) if report["status"] == "passed" and speedups else 0.0)
-    cv = statistics.pstdev(hms) / statistics.mean(hms) * 100 if all(hms) else float("nan")
-    print(f"gold {task.id}: hm vs expert {', '.join(f'{h:.3f}' for h in hms)}; CV {cv:.2f}%")
-    runs = (report.get("session") or {}).get("gpu_runs") or {}
-    print(f"gold {task.id}, last regrade: {runs.get('runs', '?')} timed runs, {runs.get('redone', '?')} run again "
-          f"after a slowdown, {runs.get('throttled', '?')} throttled even so {runs.get('slowdowns') or ''}")
+probe() {
+  $PY -c 'import torch' 2>/dev/null \
+    || { echo "probe: the check's venv has no torch: give --python the interpreter that has it"; return 1; }
+  local gpu
+  gpu=$($PY -c 'import torch; print(torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")' 2>/dev/null)
+  if [ -n "$gpu" ]; then
+    echo "probe: torch $($PY -c 'import torch; print(torch.__version__)') sees $gpu"
+  else
+    echo "probe: torch sees no GPU here: the GPU tasks are skipped (GPU-only parts report nothing)"
+  fi
+  if [ "$PROVIDER" = bwrap ]; then
+    $PY -c 'from harness.sandbox.bwrap import binary; binary.usable()' 2>/dev/null \
+      || { echo "probe: no sandbox can start here ($($PY -c 'from harness.sandbox.bwrap import binary
+binary.usable()' 2>&1 | tail -1))"; return 1; }
+    echo "probe: over the host, $($PY -c 'from harness.sandbox.bwrap.hostextras import describe_for_check
+print(describe_for_check())')"
+  fi
+}
+part probe probe
 
-# The hack patches, graded with the task's gold and weaker patches in one session.
-from pathlib import Path
-hacks = Path("tests/fixtures/hacks")
-for task in tasks:
-    named = {"gold": task.expert_patch, "weaker": (task.path / "weaker.patch").read_text()}
-    named |= {p.stem: p.read_text() for p in sorted((hacks / task.id).glob("*.patch"))}
-    if len(named) == 2:
-        continue
-    found = images[task.id]
-    reports = grade_patches(task, list(named.values()), found.grading, GradeConfig(rounds=rounds),
-                            sandboxes=provider(name), base_image=found.base)
-    for patch, report in zip(named, reports):
-        credited = bool(report.get("opt_base")) and report["status"] == "passed"
-        reasons = [r.split(":")[0] for r in (report.get("hack") or {}).get("reasons", [])]
-        why = (report.get("reason") or "").splitlines()[0][:100] if report["status"] != "passed" else ""
-        print(f"hack check {task.id} {patch}: {report['status']}, credited {'yes' if credited else 'no'}"
-              + (f"; reasons: {', '.join(reasons)}" if reasons else "") + (f"; {why}" if why else ""))
-print(f"clock policy: {'; '.join(sorted(policies))}")
-PY
-echo "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), provider $PROVIDER"
+run() {  # run NAME MODEL: one runner run; prints its Opt@1
+  local name="$1" model="$2"
+  rm -rf "$OUT/runs/$name"
+  $PY -m runner "${SELECT[@]}" "model=$model" scaffold=mini_swe rollouts=2 "grading.rounds=$ROUNDS" \
+    "output_root=$OUT" "name=$name" "${SANDBOX[@]}" >"$OUT/$name.log" 2>&1 \
+    || { echo "$name: the run failed, see $OUT/$name.log" >&2; return 1; }
+  $PY tools/gpu_check.py opt "$OUT/runs/$name/report.json" "$name"
+}
+part oracle run gpu-oracle oracle
+part noop run gpu-noop noop
+part weaker run gpu-weaker oracle_weaker
+part gold $PY tools/gpu_check.py gold --provider "$PROVIDER" --rounds "$ROUNDS" --regrades "$REGRADES" "${PICK[@]}"
+part hacks $PY tools/gpu_check.py hacks --provider "$PROVIDER" --rounds "$ROUNDS" "${PICK[@]}"
+if command -v nvidia-smi >/dev/null; then
+  echo "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), provider $PROVIDER"
+else
+  echo "machine: no NVIDIA driver (nvidia-smi absent), provider $PROVIDER"
+fi

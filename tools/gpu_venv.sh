@@ -36,14 +36,32 @@ fi
 [ -x "$HOST_PY" ] || { echo "gpu_venv: no interpreter at $HOST_PY (--python)" >&2; exit 2; }
 
 rm -rf "$DIR"
-"$HOST_PY" -m venv --system-site-packages "$DIR"
+# `venv` puts pip in with ensurepip, which a host may lack (Ubuntu's python3-venv not installed): then a
+# venv without pip, and pip from the venv's view of the host's packages, the host's own pip (--python), or
+# a pip wheel in the wheel folder
+if ! "$HOST_PY" -m venv --system-site-packages "$DIR" 2>"$DIR.log"; then
+  echo "gpu_venv: $HOST_PY -m venv failed ($(tail -1 "$DIR.log")); making it without pip" >&2
+  rm -rf "$DIR"
+  "$HOST_PY" -m venv --system-site-packages --without-pip "$DIR"
+fi
+rm -f "$DIR.log"
 PY="$DIR/bin/python"
+echo "$HOST_PY" >"$DIR/host-python"  # (gpu_check.sh: python3 in the sandboxes over the host)
+pip() {
+  if "$PY" -m pip --version >/dev/null 2>&1; then "$PY" -m pip "$@"
+  elif "$HOST_PY" -m pip --version >/dev/null 2>&1; then "$HOST_PY" -m pip --python "$PY" "$@"  # (pip >= 22.3)
+  elif [ -n "$WHEELS" ] && ls "$WHEELS"/pip-*.whl >/dev/null 2>&1; then
+    "$PY" "$(ls "$WHEELS"/pip-*.whl | head -1)/pip" "$@"  # (a pip wheel runs from the wheel itself)
+  else
+    echo "gpu_venv: no pip for $PY: the host's python has none and $WHEELS has no pip wheel" >&2; exit 2
+  fi
+}
 "$HOST_PY" -c 'import site; print("\n".join(site.getsitepackages()))' \
   >"$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/optrunner-host.pth"
 if [ -n "$WHEELS" ]; then
   # (every wheel of the folder, without resolving: it leaves out what the host has, tools/gpu_wheels.sh)
-  "$PY" -m pip install -q --no-index --no-deps "$WHEELS"/*.whl
+  pip install -q --no-index --no-deps "$WHEELS"/*.whl
 else
-  "$PY" -m pip install -q -e ".[gpu,bwrap]"
+  pip install -q -e ".[gpu,bwrap]"
 fi
 echo "$PY"

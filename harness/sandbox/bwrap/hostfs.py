@@ -29,7 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.sandbox.bwrap import ids, recipe, rootfs
+from harness.sandbox.bwrap import hostextras, ids, recipe, rootfs
+from harness.sandbox.bwrap.hostextras import HostExtras
 from harness.sandbox.bwrap.rootfs import ROOTFS, empty_layer, host_rootfs, layer_chain
 from harness.sandbox.interface import (BASE_COMMIT_LABEL, GIT_DIR_LABEL, PINS_LABEL, WORKDIR_LABEL, ImageBuildError,
                                        SandboxLimits, TaskImages)
@@ -76,34 +77,37 @@ def refusal(task: "Task") -> str | None:
 
 def ensure_layers(task: "Task", progress: Progress = print) -> TaskImages:
     """`task`'s layers over this host (built when not cached), named as the Docker provider's images are."""
+    extra = hostextras.extras(needs_gpu=task.gpus > 0)  # the host's python3 and CUDA, when it has them
     if task.environment is not None:  # (its recipe's refusals come from reading it, in _harbor)
-        return _harbor(task, progress)
+        return _harbor(task, progress, extra)
     why = refusal(task)
     if why:
         raise ImageBuildError(why)
-    inputs = task_image_tag(task, "host")
+    inputs, adapted = task_image_tag(task, "host"), tuple(extra.adapted())
     if task.base_commit:
         grading = _layer(task, "task", inputs, None, f"[{task.id}] building its layer over this host",
-                         lambda box: _from_history(task, box, progress), progress)
+                         lambda box: _from_history(task, box, progress), progress, extra)
         if not (task.opt_commit or task.agent_hides):
-            return TaskImages(agent=grading, grading=grading)
+            return TaskImages(agent=grading, grading=grading, adapted=adapted)
         cut = _layer(task, "cut", CUT_HISTORY, grading, f"[{task.id}] history after the base commit cut",
-                     lambda box: _cut(task, box), progress)
+                     lambda box: _cut(task, box), progress, extra)
         agent = _layer(task, "agent", "\n".join(task.agent_hides), cut, f"[{task.id}] agent layer",
-                       lambda box: _agent(task, box), progress)
-        return TaskImages(agent=agent, grading=grading, base=cut if task.opt_commit else "")
+                       lambda box: _agent(task, box), progress, extra)
+        return TaskImages(agent=agent, grading=grading, base=cut if task.opt_commit else "", adapted=adapted)
     name = _layer(task, "task", inputs, None, f"[{task.id}] building its layer over this host",
-                  lambda box: _from_folder(task, box, repo_tar(task), progress), progress)
-    return TaskImages(agent=name, grading=name)
+                  lambda box: _from_folder(task, box, repo_tar(task), progress), progress, extra)
+    return TaskImages(agent=name, grading=name, adapted=adapted)
 
 
 def _layer(task: "Task", kind: str, inputs: str, parent: str | None, say: str, build: Build,
-           progress: Progress) -> str:
-    """The name of a layer over the host (on `parent`'s layers, if any), built by `build` when not cached."""
+           progress: Progress, extra: HostExtras) -> str:
+    """The name of a layer over the host (on `parent`'s layers, if any), built by `build` when not cached;
+    the first layer writes the host interpreter's wrappers (hostextras.py), every one binds its folders."""
     from harness.sandbox.bwrap.sandbox import BwrapSandbox
 
     parent_ident = rootfs.ident_of(parent) if parent else ""
-    digest = hashlib.sha256("\n".join([VERSION, kind, inputs, host_identity(), parent_ident]).encode()).hexdigest()[:16]
+    parts = [VERSION, kind, inputs, host_identity(), parent_ident] + ([extra.key()] if extra.key() else [])
+    digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
     name, ident = f"host/{kind}-{task.id.lower()}:{digest}", f"host-{digest}"
     if (ROOTFS / ident / "meta.json").is_file():
         return rootfs.record_name(name, ident).name
@@ -114,12 +118,15 @@ def _layer(task: "Task", kind: str, inputs: str, parent: str | None, say: str, b
         empty_layer(work)
         under = rootfs.lookup(parent) if parent else None
         layers = (work, *(layer_chain(parent_ident) if parent else ()))  # (work: empty until the build is done)
-        base_env = under.env if under else {"PATH": DEFAULT_PATH}
+        base_env = under.env if under else extra.apply({"PATH": DEFAULT_PATH})
         base = host_rootfs(name, layers, {"env": base_env, "workdir": under.workdir if under else "/",
-                                          "labels": under.labels if under else {}})
+                                          "labels": under.labels if under else {}, "binds": list(extra.binds)})
         box = BwrapSandbox.start(base, SandboxLimits(network=True, memory="64g", pids=8192))
         try:
+            if parent is None and extra.setup():
+                _run(task, box, extra.setup(), "putting in the host's python3 and CUDA", cwd="/")
             env, labels, workdir = build(box)
+            env = extra.apply(env)
             box.stop()
             for mount in base.mounts:  # the sandbox's writes are the layer
                 written = box.upper / mount.key
@@ -129,7 +136,7 @@ def _layer(task: "Task", kind: str, inputs: str, parent: str | None, say: str, b
         finally:
             box.close()
         meta = {"kind": "host", "name": name, "parent": parent_ident, "workdir": workdir, "env": env,
-                "labels": {"optrunner.task": task.id, **labels}}
+                "labels": {"optrunner.task": task.id, **labels}, "binds": list(extra.binds)}
         (work / "meta.json").write_text(json.dumps(meta, indent=1))  # last: a half-made layer is not found
         if (ROOTFS / ident).exists():
             shutil.rmtree(ROOTFS / ident, ignore_errors=True)
@@ -203,7 +210,7 @@ def _agent(task: "Task", box: "BwrapSandbox") -> tuple[dict[str, str], dict[str,
     return env, {BASE_COMMIT_LABEL: box.rootfs.labels[BASE_COMMIT_LABEL]}, "/testbed"
 
 
-def _harbor(task: "Task", progress: Progress) -> TaskImages:
+def _harbor(task: "Task", progress: Progress, extra: HostExtras) -> TaskImages:
     """A Harbor task: its Dockerfile's steps over the host, then its working directory snapshotted."""
     assert task.environment is not None
     try:
@@ -245,5 +252,5 @@ def _harbor(task: "Task", progress: Progress) -> TaskImages:
                      PINS_LABEL: json.dumps(pins, sort_keys=True), ADAPTED: json.dumps(steps.adapted)}, steps.workdir
 
     name = _layer(task, "harbor", inputs, None, f"[{task.id}] building its environment over this host", build,
-                  progress)
-    return TaskImages(agent=name, grading=name, adapted=tuple(steps.adapted))
+                  progress, extra)
+    return TaskImages(agent=name, grading=name, adapted=(*steps.adapted, *extra.adapted()))

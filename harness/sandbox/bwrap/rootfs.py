@@ -150,7 +150,12 @@ def host_rootfs(name: str, layers: tuple[Path, ...], meta: dict[str, Any]) -> Ro
         if not path.startswith("/") or not Path(path).is_dir():
             raise SandboxError(f"OPTRUNNER_BWRAP_HOST_DIRS: {path} is not a folder of this host (absolute paths, "
                                "separated by ':')")
-    binds = tuple((path, path) for path in HOST_DIRS)
+    # (and the folders of the host's interpreter and CUDA its layers were built with: hostextras.py)
+    for path in meta.get("binds") or []:
+        if not Path(path).is_dir():
+            raise SandboxError(f"{name} was built over this host with its folder {path}, which is gone; its layers "
+                               "are built again when the task's images are prepared (optrunner setup)")
+    binds = tuple((path, path) for path in dict.fromkeys([*HOST_DIRS, *(meta.get("binds") or [])]))
     return Rootfs(name, tuple(mounts), meta.get("env") or {}, meta.get("workdir") or "/testbed",
                   meta.get("labels") or {}, tuple(links), binds)
 
