@@ -15,6 +15,7 @@ import pytest
 
 from harness import gpus
 from harness.gpus import Gpu, GpuPool, misfit
+from harness.gpus.twins import cpu_tests
 from harness.tasks import TaskError, select_tasks
 from harness.tasks.harbor import HarborSource
 from tests.conftest import write_task
@@ -308,24 +309,13 @@ def test_the_gpu_hack_fixtures_apply_and_the_diff_alone_shows_only_the_rebound_t
                     "memo_reps": [], "median_bent": []}
 
 
-# Workloads made smaller for the CPU, which is slow: (text, replacement) in the hidden tests.
-SMALLER = (("randn(16384, 1024", "randn(256, 1024"), ("(32, 256)", "(4, 64)"))
-
-
 def _cpu_copy(task_id: str, dest: Path, patch: Path | None = None) -> tuple[Path, Path]:
-    """A GPU task's hidden tests made to run on the CPU (its device strings, gpukit's CPU clock, fewer reps,
-    SMALLER workloads) beside gpukit and perfkit, and its repository with `patch` applied: (tests, repository)."""
+    """A GPU task's hidden tests made to run on the CPU (harness.gpus.twins: its device strings, gpukit's CPU
+    clock, fewer reps, smaller workloads) beside gpukit and perfkit, and its repository with `patch` applied:
+    (tests, repository)."""
     grader = Path(__file__).resolve().parents[1] / "harness" / "grader"
     tests, repo = dest / "tests", dest / "repo"
-    tests.mkdir(parents=True, exist_ok=True)
-    for path in (SUITE_GPU / task_id / "tests").iterdir():
-        text = path.read_text().replace('device="cuda"', 'device="cpu"')
-        for big, small in SMALLER:
-            text = text.replace(big, small)
-        text = text.replace(
-            "time_experiment(globals(), eqcheck, reference, prefix)",
-            'time_experiment(globals(), eqcheck, reference, prefix, warmups=1, reps=3, device="cpu")')
-        (tests / path.name).write_text(text)
+    cpu_tests(SUITE_GPU / task_id / "tests", tests)
     for kit in ("gpukit.py", "perfkit.py"):
         shutil.copy(grader / kit, tests / kit)
     shutil.copytree(SUITE_GPU / task_id / "repo", repo)

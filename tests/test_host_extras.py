@@ -114,3 +114,15 @@ def test_the_check_s_probe_line_names_the_interpreter_and_nvcc(monkeypatch: pyte
     monkeypatch.setenv(VARIABLE, str(python))
     line = hostextras.describe_for_check()
     assert line.startswith(f"python3 {python}, nvcc ") and str(tmp_path / "venv") in line
+
+
+@pytest.mark.skipif(not bwrap_here(), reason="bubblewrap cannot make sandboxes on this machine")
+def test_a_run_s_host_python_that_is_no_interpreter_is_refused_in_one_line(tmp_path: Path) -> None:
+    from tests.test_runner import runner
+
+    write_task(tmp_path / "tasks", "hosted")
+    done = runner("sandbox.provider=bwrap", "sandbox.rootfs=host", f"sandbox.host_python={tmp_path}/nothing",
+                  f"tasks.selector={tmp_path / 'tasks'}", "model=noop", "grade=none", out=tmp_path / "out",
+                  env={"DOCKER_HOST": "unix:///nonexistent/docker.sock"}, timeout=300)
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert f"sandbox.host_python: {tmp_path}/nothing is not a Python interpreter of this machine" in done.stderr

@@ -95,7 +95,9 @@ def hacks(args: argparse.Namespace) -> None:
             credited = bool(report.get("opt_base")) and report["status"] == "passed"
             reasons = [r.split(":")[0] for r in (report.get("hack") or {}).get("reasons", [])]
             why = (report.get("reason") or "").splitlines()[0][:100] if report["status"] != "passed" else ""
-            line = f"{task.id} {patch}: {report['status']}, credited {'yes' if credited else 'no'}"
+            uncertain = (report.get("uncertain") or {}).get("opt_base")  # (its interval straddles the threshold)
+            line = (f"{task.id} {patch}: {report['status']}, credited {'yes' if credited else 'no'}"
+                    + (" (uncertain)" if uncertain else ""))
             if patch == "gold" and report["status"] == "passed":  # its rounds' paired ratios, per test
                 rounds = [_hm(list(r)) for r in zip(*_paired_ratios(report))]
                 line += f", hm vs expert per round {', '.join(f'{h:.3f}' for h in rounds)}, CV {_cv(rounds):.2f}%"

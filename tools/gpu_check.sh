@@ -3,8 +3,9 @@
 # oracle, the no-op and the weaker oracle, the gold patches regraded, the hack fixtures graded beside the
 # gold and weaker patches. One line per figure, and one per part with its time.
 #
-#   tools/gpu_check.sh [--quick] [--tasks ID,..] [--parts P,..] [--rounds N] [--regrades N] [--selector S]
-#                      [--wheels DIR] [--python PY] [--provider docker|bwrap] [--out DIR] [--again]
+#   tools/gpu_check.sh [--quick] [--cpu] [--tasks ID,..] [--parts P,..] [--rounds N] [--regrades N]
+#                      [--selector S] [--wheels DIR] [--python PY] [--venv DIR] [--provider docker|bwrap]
+#                      [--out DIR] [--again]
 #
 # --parts     of install, probe, oracle, noop, weaker, gold, hacks (default all, in that order):
 #             install  the check's venv (tools/gpu_venv.sh)    probe  torch, the GPU, a host sandbox's view
@@ -13,11 +14,16 @@
 #             hacks    the hack fixtures (tests/fixtures/hacks/<task>/) in one session with the gold and weaker
 #                      patches; the gold's CV there comes from that session's per-round paired ratios
 # --quick     one call's worth (8 minutes on one H100): --tasks softmax_fused --parts
-#             install,probe,oracle,noop,hacks --rounds 3 (the gold's CV read from the hacks session)
+#             install,probe,oracle,noop,hacks --rounds 3 (the gold's CV read from the hacks session);
+#             with --cpu, about 6 minutes on two cores
+# --cpu       a rehearsal where there is no GPU: the tasks' CPU twins (harness.gpus.twins, made under --out;
+#             default attention_sdpa and softmax_fused), torch on the CPU. It shows that every part runs
+#             and what each credits; its speedups are the CPU's (softmax_fused's expert has none there).
 # --tasks     a subset of the selector's tasks; --selector: what tasks= selects (default gpu)
 # --wheels    install the project from a folder of wheels (make gpu-wheels; no package index needed)
 # --python    the interpreter with torch (default: the first python3 on PATH that imports torch); it is
 #             also what python3 is in the sandboxes over the host (OPTRUNNER_HOST_PYTHON)
+# --venv      the check's venv (default .gpu-venv)
 # --provider  docker where `docker info` answers, else bwrap over the host's own system (sandbox.rootfs=host)
 # --out       where the runs and each part's line go (default /tmp/optrunner-gpu-check). A part whose line
 #             is there is not run again (a check cut short goes on where it stopped) unless --again.
@@ -27,10 +33,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 WHEELS="" HOST_PY="" PROVIDER="" OUT="/tmp/optrunner-gpu-check" ROUNDS=5 REGRADES=3 TASKS="" SELECTOR=gpu
-PARTS="install,probe,oracle,noop,weaker,gold,hacks" AGAIN=0
+PARTS="install,probe,oracle,noop,weaker,gold,hacks" AGAIN=0 CPU=0 VENV=.gpu-venv QUICK=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    --quick) TASKS="softmax_fused" PARTS="install,probe,oracle,noop,hacks" ROUNDS=3; shift ;;
+    --quick) QUICK=1 PARTS="install,probe,oracle,noop,hacks" ROUNDS=3; shift ;;
+    --cpu) CPU=1; shift ;;
+    --venv) VENV="$2"; shift 2 ;;
     --tasks) TASKS="$2"; shift 2 ;;
     --parts) PARTS="$2"; shift 2 ;;
     --rounds) ROUNDS="$2"; shift 2 ;;
@@ -44,6 +52,7 @@ while [ $# -gt 0 ]; do
     *) echo "gpu_check: unknown option $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
+if [ "$QUICK" = 1 ] && [ -z "$TASKS" ]; then TASKS=softmax_fused; fi  # (the one with hack fixtures)
 for part in ${PARTS//,/ }; do
   case "$part" in install|probe|oracle|noop|weaker|gold|hacks) ;;
     *) echo "gpu_check: unknown part $part (install, probe, oracle, noop, weaker, gold, hacks)" >&2; exit 2 ;;
@@ -58,9 +67,7 @@ case "$PROVIDER" in
   *) echo "gpu_check: --provider is docker or bwrap, got $PROVIDER" >&2; exit 2 ;;
 esac
 mkdir -p "$OUT/lines"
-PY=.gpu-venv/bin/python
-SELECT=("tasks.selector=$SELECTOR") PICK=(--selector "$SELECTOR")
-if [ -n "$TASKS" ]; then SELECT+=("tasks.ids=[$TASKS]"); PICK+=(--tasks "$TASKS"); fi
+PY="$VENV/bin/python"
 
 # part NAME COMMAND...: runs it unless its line is kept from before; prints its lines and its time
 part() {
@@ -84,14 +91,23 @@ part() {
 }
 
 install() {
-  tools/gpu_venv.sh ${WHEELS:+--wheels "$WHEELS"} ${HOST_PY:+--python "$HOST_PY"} >/dev/null
-  echo "install: .gpu-venv from ${HOST_PY:-the first python3 with torch}$([ -n "$WHEELS" ] && echo ", wheels of $WHEELS")"
+  tools/gpu_venv.sh --dir "$VENV" ${WHEELS:+--wheels "$WHEELS"} ${HOST_PY:+--python "$HOST_PY"} >/dev/null
+  echo "install: $VENV from $(cat "$VENV/host-python")$([ -n "$WHEELS" ] && echo ", wheels of $WHEELS")"
 }
 part install install
-[ -x "$PY" ] || { echo "gpu_check: no .gpu-venv: run the install part" >&2; exit 2; }
+[ -x "$PY" ] || { echo "gpu_check: no $VENV: run the install part" >&2; exit 2; }
 # what python3 is in the sandboxes over the host: the interpreter the check's venv was made from
-export OPTRUNNER_HOST_PYTHON="${HOST_PY:-$(cat .gpu-venv/host-python 2>/dev/null)}"
+export OPTRUNNER_HOST_PYTHON="${HOST_PY:-$(cat "$VENV/host-python" 2>/dev/null)}"
 [ -n "$OPTRUNNER_HOST_PYTHON" ] || unset OPTRUNNER_HOST_PYTHON
+if [ "$CPU" = 1 ]; then  # the twins, made anew (the same files each time: their layers are kept)
+  rm -rf "$OUT/twins"
+  $PY -c 'import sys; from pathlib import Path; from harness.gpus.twins import TWINS, make_twin
+for task in (sys.argv[2].split(",") if sys.argv[2] else TWINS): make_twin(task, Path(sys.argv[1]))' \
+    "$OUT/twins" "$TASKS"
+  SELECTOR="$OUT/twins"
+fi
+SELECT=("tasks.selector=$SELECTOR") PICK=(--selector "$SELECTOR")
+if [ -n "$TASKS" ]; then SELECT+=("tasks.ids=[$TASKS]"); PICK+=(--tasks "$TASKS"); fi
 
 probe() {
   $PY -c 'import torch' 2>/dev/null \
@@ -101,7 +117,8 @@ probe() {
   if [ -n "$gpu" ]; then
     echo "probe: torch $($PY -c 'import torch; print(torch.__version__)') sees $gpu"
   else
-    echo "probe: torch sees no GPU here: the GPU tasks are skipped (GPU-only parts report nothing)"
+    echo "probe: torch $($PY -c 'import torch; print(torch.__version__)') sees no GPU here$([ "$CPU" = 1 ] \
+      && echo ": a rehearsal on the CPU twins" || echo ": the GPU tasks are skipped")"
   fi
   if [ "$PROVIDER" = bwrap ]; then
     $PY -c 'from harness.sandbox.bwrap import binary; binary.usable()' 2>/dev/null \

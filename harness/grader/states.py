@@ -141,7 +141,8 @@ def install_tests(sandbox: Sandbox, task: Task) -> dict[str, str]:
     source (prepare_state calls this once the state is frozen, so nothing of the patch runs after it)."""
     files = {posixpath.join(task.test_dir, name): data for name, data in task.hidden_files}
     files[f"{HIDDEN_DIR}/perfkit.py"] = PERFKIT.read_bytes()
-    if task.gpus:  # GPU tasks' tests time with gpukit (CUDA events), beside perfkit
+    # GPU tasks' tests time with gpukit (CUDA events), beside perfkit; so do their CPU twins (harness.gpus.twins)
+    if task.gpus or any(b"import gpukit" in (d if isinstance(d, bytes) else d.encode()) for _, d in task.hidden_files):
         files[f"{HIDDEN_DIR}/gpukit.py"] = GPUKIT.read_bytes()
     caches = sorted({posixpath.join(posixpath.dirname(path), "__pycache__") for path in files})
     harness_exec(sandbox, f"rm -rf {HIDDEN_DIR} {' '.join(shlex.quote(c) for c in caches)}", timeout=60, cwd="/")

@@ -8,8 +8,8 @@ shells start from a fixed PATH with nothing of the caller's environment.
   (/usr/bin/python3 as it is) or `auto` (the default): for a task that needs GPUs, the first python3 on the
   caller's PATH that imports torch; else the system's. A chosen interpreter becomes the layer's
   /usr/local/bin/python3 and python: wrapper scripts that exec it (a symlink would not do: a venv is known by
-  the path its interpreter is started from), and the folders it reads outside the system's are bound
-  read-only (its venv, its base installation, what its .pth files add).
+  the path its interpreter is started from), and its folders outside the system's are bound read-only
+  (its venv and its base installation; not what a .pth adds, which may be anything of the caller's).
 - **CUDA**, for a task that needs GPUs: the toolkit's folder (the caller's CUDA_HOME or CUDA_PATH, else
   the folder above an nvcc on the caller's PATH when it holds a toolkit, else /usr/local/cuda): its bin/ is
   put first on the layer's PATH, CUDA_HOME names it, and the caller's LD_LIBRARY_PATH entries inside it or
@@ -37,7 +37,7 @@ WRAPPED = ("/usr/local/bin/python3", "/usr/local/bin/python")
 CUDA_PROFILE = "/etc/profile.d/optrunner-cuda.sh"  # (before the task's venv, zz-task-venv.sh: the venv first)
 # What every sandbox over the host sees anyway (hostfs's system folders): nothing under them is bound.
 VISIBLE = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin")
-_PATHS = "import json, sys; print(json.dumps([sys.executable, sys.prefix, sys.base_prefix, *sys.path]))"
+_PATHS = "import json, sys; print(json.dumps([sys.prefix, sys.base_prefix]))"
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,9 @@ def _imports(python: str, module: str) -> bool:
 
 
 def _interpreter_paths(python: str) -> list[str]:
-    """The folders the interpreter reads: where it is, its prefixes, its sys.path (a .pth's folders too)."""
+    """The folders of the interpreter: its venv, its prefixes, where its binary is. Not the rest of its
+    sys.path: a .pth may name any folder (a project's source, with its tasks' hidden tests), and what is
+    bound here every agent of the task can read."""
     done = subprocess.run([python, "-s", "-c", _PATHS], capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
         raise ImageBuildError(f"sandbox.host_python: {python} could not say where it reads from: "

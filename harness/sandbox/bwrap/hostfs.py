@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from harness.sandbox.bwrap.sandbox import BwrapSandbox
     from harness.tasks.task import Task
 
-VERSION = "hostfs-3"  # bump when what a layer holds changes
+VERSION = "hostfs-4"  # bump when what a layer holds changes
 Build = Callable[["BwrapSandbox"], tuple[dict[str, str], dict[str, str], str]]  # -> ENV, labels, WORKDIR
 
 

@@ -153,7 +153,12 @@ class BwrapSandbox(KeptLayers):
             args += ["--overlay", str(upper), str(work), mount.dest]
         for target, path in self.rootfs.symlinks:
             args += ["--symlink", target, path]
-        for source, path in self.rootfs.binds:
+        made: set[PurePosixPath] = set()
+        for source, path in self.rootfs.binds:  # (the folders above it, where new, open to every user: a
+            for parent in reversed(PurePosixPath(path).parents[:-1]):  # test's uid reads a bound python)
+                if parent not in made:
+                    made.add(parent)
+                    args += ["--perms", "0755", "--dir", str(parent)]  # (one already there keeps its mode)
             args += ["--ro-bind", views.of(source), path]
         return args
 

@@ -1,0 +1,81 @@
+"""tools/gpu_check.sh on a machine laid out as the GPU host this project borrows, made here on the CPU.
+
+That host has no Docker and no package index; its `python3` first on PATH is a venv outside /usr holding
+torch (here the project's own .venv, which `make cputorch` gave the CPU torch wheel of /opt/wheels), while
+/usr/bin/python3 has no torch; its nvcc sits under a prefix no fixed PATH names (here a folder of the
+test's); the project comes as a folder of wheels (here its own wheel: the venv has what it depends on).
+The check rehearses on the CPU twins of the GPU family (harness.gpus.twins): its venv is made and sees
+torch, the probe names what a sandbox over the host runs, and the hack fixtures are graded in one session
+beside the gold and weaker patches, in bubblewrap sandboxes over the host's own system.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.docker_support import bwrap_here
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_PYTHON = Path(sys.executable).parent / "python3"
+
+
+def _has_torch(python: Path) -> bool:
+    return subprocess.run([str(python), "-c", "import torch"], capture_output=True).returncode == 0
+
+
+pytestmark = [pytest.mark.skipif(not bwrap_here(), reason="bubblewrap cannot make sandboxes on this machine"),
+              pytest.mark.skipif(not _has_torch(VENV_PYTHON), reason="no torch in the project's venv (make cputorch)"),
+              pytest.mark.skipif(_has_torch(Path("/usr/bin/python3")), reason="the system's python3 has torch")]
+
+
+def _check(tmp_path: Path, env: dict[str, str], *args: str) -> list[str]:
+    done = subprocess.run(["bash", str(ROOT / "tools" / "gpu_check.sh"), "--cpu", "--provider", "bwrap",
+                           "--out", str(tmp_path / "out"), "--venv", str(tmp_path / "venv"),
+                           "--wheels", str(tmp_path / "wheels"), *args],
+                          cwd=ROOT, capture_output=True, text=True, env=env, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    return done.stdout.splitlines()
+
+
+@pytest.mark.alone
+@pytest.mark.long("the GPU check's install, probe, no-op run and a hacks session of eight code states, each run "
+                  "of torch fenced in a sandbox over the host: ~150 s")
+def test_the_gpu_check_rehearses_on_a_host_laid_out_as_the_gpu_host(tmp_path: Path) -> None:
+    cuda = tmp_path / "toolkits" / "cuda-12.8"
+    (cuda / "bin").mkdir(parents=True)
+    (cuda / "include").mkdir()
+    (cuda / "include" / "cuda_runtime.h").write_text("/* a toolkit's header */\n")
+    (cuda / "bin" / "nvcc").write_text("#!/bin/sh\necho nvcc\n")
+    (cuda / "bin" / "nvcc").chmod(0o755)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
+                    str(tmp_path / "wheels"), str(ROOT)], check=True, capture_output=True, timeout=300)
+    env = {**os.environ, "PATH": f"{cuda}/bin:/usr/bin:/bin:{VENV_PYTHON.parent}",  # python3 with torch: the venv
+           "DOCKER_HOST": "unix:///nonexistent/docker.sock", "PIP_NO_INDEX": "1"}  # no engine, no index
+    env.pop("VIRTUAL_ENV", None)
+    lines = _check(tmp_path, env, "--parts", "install,probe,noop,hacks", "--tasks", "softmax_fused",
+                   "--rounds", "1")
+    text = "\n".join(lines)
+    assert f"install: {tmp_path / 'venv'} from {VENV_PYTHON}, wheels of {tmp_path / 'wheels'}" in lines, text
+    assert any(line.startswith("probe: torch ") and "sees no GPU here: a rehearsal on the CPU twins" in line
+               for line in lines), text
+    assert f"probe: over the host, python3 {VENV_PYTHON}, nvcc {cuda}/bin/nvcc, binds " in text
+    assert "gpu-noop: Opt@1 0.000, Avg@1 0.000 (statuses: empty_patch)" in lines, text
+    graded = {line.split(":")[0]: line for line in lines if line.startswith("softmax_fused ")}
+    assert graded["softmax_fused gold"].startswith("softmax_fused gold: passed"), text
+    assert graded["softmax_fused weaker"].startswith("softmax_fused weaker: passed"), text
+    for hack in ("alias_rebound", "timer_rebound", "memo_reps"):  # (side_stream is the base code on a CPU)
+        assert "test_failed, credited no" in graded[f"softmax_fused {hack}"], text
+    assert "clock rebound" in graded["softmax_fused timer_rebound"], text
+    for part in ("install", "probe", "noop", "hacks"):
+        assert any(line.startswith(f"{part}: done in ") for line in lines), (part, text)
+    # Run again: what is done is kept, line for line; asked --again, it is done anew.
+    again = _check(tmp_path, env, "--parts", "probe,noop", "--tasks", "softmax_fused")
+    kept = [line.removesuffix(" (kept from before)") for line in again if line.endswith(" (kept from before)")]
+    assert kept == [line for line in lines if line.startswith(("probe: ", "gpu-noop: ", "noop: "))], again
+    fresh = _check(tmp_path, env, "--parts", "noop", "--tasks", "softmax_fused", "--again")
+    assert "gpu-noop: Opt@1 0.000, Avg@1 0.000 (statuses: empty_patch)" in fresh
+    assert not any(line.endswith("(kept from before)") for line in fresh), fresh
