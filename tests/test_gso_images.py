@@ -103,11 +103,15 @@ def test_an_image_neither_present_nor_pullable_is_one_line(gso: tuple[Path, Path
     lines = done.stderr.strip().splitlines()
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert len(lines) == 1 and "pulling slimshetty/gso:gso.eval.x86_64." in lines[0], done.stderr
-    # tasks.image=auto: not present, not pullable, and not buildable (the repository is not in the mirror)
+    # tasks.image=auto: not present, not pullable, and not buildable (the repository is not in the mirror).
+    # A row of its own: an image another test built for the fixture's row would be present.
+    row = {**raw[1], "instance_id": f"{raw[1]['instance_id']}-nowhere"}
+    alone = tmp_path / "alone.jsonl"
+    alone.write_text(json.dumps(row) + "\n")
     empty = tmp_path / "empty-mirror"
     empty.mkdir()
-    done = runner("tasks=gso", f"tasks.dataset={rows}", f"tasks.repo_mirror={empty}",
-                  f"tasks.ids=[{raw[1]['instance_id']}]", out=tmp_path / "2", timeout=300)
+    done = runner("tasks=gso", f"tasks.dataset={alone}", f"tasks.repo_mirror={empty}",
+                  f"tasks.ids=[{row['instance_id']}]", out=tmp_path / "2", timeout=300)
     lines = done.stderr.strip().splitlines()
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert len(lines) == 1 and "is neither present nor buildable" in lines[0] and "no repository at" in lines[0], \
