@@ -60,18 +60,17 @@ cputorch: venv
 # shared fixtures, a Ray cluster or a task image, are made once), the longest first: their tests mostly
 # wait on containers and sleep-timed tasks (two processes left the CPUs 65% idle), and share no engine state
 # (containers are owned by their process).
-# Then the `timed` ones, one at a time: they judge CPU-bound code, and a second process would be noise; with
-# them the `alone` ones, which would be that second process (the GPU check's rehearsal, torch on both CPUs).
+# Then the `timed` ones, one at a time: they judge CPU-bound code, and a second process would be noise.
 # Each pass prints its slowest tests and its time by file (tests/timing_guard.py, which also fails a test
 # over 60 s with no `long` marker).
 test: images gsobench browser hostpython uplink cputorch
-	$(PY) -m pytest -q -m "not timed and not alone and not slow" -n 3 --dist loadfile --no-loadscope-reorder
-	$(PY) -m pytest -q -m "(timed or alone) and not slow"
+	$(PY) -m pytest -q -m "not timed and not slow" -n 3 --dist loadfile --no-loadscope-reorder
+	$(PY) -m pytest -q -m "timed and not slow"
 
 # The tests that need no Docker engine (under a minute): config refusals, metrics, parsers, the CLI; spread
 # over the CPUs (they share no state but their own temporary folders).
 unit: venv gsobench browser hostpython uplink cputorch
-	$(PY) -m pytest -q -m "not docker and not timed and not alone" -n auto
+	$(PY) -m pytest -q -m "not docker and not timed" -n auto
 
 # A folder of wheels for tools/gpu_check.sh on a GPU machine without a package index, made here for its
 # Python (make gpu-wheels PYV=3.12 WHEELS=.gpu-wheels; the host's torch, triton and CUDA are its own).

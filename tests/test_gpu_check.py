@@ -41,7 +41,6 @@ def _check(tmp_path: Path, env: dict[str, str], *args: str) -> list[str]:
     return done.stdout.splitlines()
 
 
-@pytest.mark.alone
 @pytest.mark.long("the GPU check's install, probe, no-op run and a hacks session of eight code states, each run "
                   "of torch fenced in a sandbox over the host: ~210 s")
 def test_the_gpu_check_rehearses_on_a_host_laid_out_as_the_gpu_host(tmp_path: Path) -> None:
