@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -48,11 +47,18 @@ def _tasks(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
 
 
 def _hm(speedups: list[float]) -> float:
-    return len(speedups) / sum(1 / s for s in speedups) if speedups else 0.0
+    """The harmonic mean of a patch's per-test speedups (0 when it has none: it did not pass)."""
+    from harness.metrics import hm
+
+    return hm(speedups) if speedups else 0.0
 
 
 def _cv(values: list[float]) -> float:
-    return statistics.pstdev(values) / statistics.mean(values) * 100 if values and all(values) else float("nan")
+    """The project's CV (harness.metrics.cv, as the grading benches report it) in percent; nan when a value
+    is 0 (a regrade that did not pass)."""
+    from harness.metrics import cv
+
+    return cv(values) * 100 if values and all(values) else float("nan")
 
 
 def gold(args: argparse.Namespace) -> None:

@@ -110,20 +110,20 @@ SELECT=("tasks.selector=$SELECTOR") PICK=(--selector "$SELECTOR")
 if [ -n "$TASKS" ]; then SELECT+=("tasks.ids=[$TASKS]"); PICK+=(--tasks "$TASKS"); fi
 
 probe() {
-  $PY -c 'import torch' 2>/dev/null \
+  local seen why
+  # (one import of torch: on a GPU host it takes seconds of the call's few minutes)
+  seen=$($PY -c 'import torch; print(torch.__version__, torch.cuda.get_device_name(0) if torch.cuda.is_available()
+else "", sep="|")' 2>/dev/null) \
     || { echo "probe: the check's venv has no torch: give --python the interpreter that has it"; return 1; }
-  local gpu
-  gpu=$($PY -c 'import torch; print(torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")' 2>/dev/null)
-  if [ -n "$gpu" ]; then
-    echo "probe: torch $($PY -c 'import torch; print(torch.__version__)') sees $gpu"
+  if [ -n "${seen#*|}" ]; then
+    echo "probe: torch ${seen%%|*} sees ${seen#*|}"
   else
-    echo "probe: torch $($PY -c 'import torch; print(torch.__version__)') sees no GPU here$([ "$CPU" = 1 ] \
+    echo "probe: torch ${seen%%|*} sees no GPU here$([ "$CPU" = 1 ] \
       && echo ": a rehearsal on the CPU twins" || echo ": the GPU tasks are skipped")"
   fi
   if [ "$PROVIDER" = bwrap ]; then
-    $PY -c 'from harness.sandbox.bwrap import binary; binary.usable()' 2>/dev/null \
-      || { echo "probe: no sandbox can start here ($($PY -c 'from harness.sandbox.bwrap import binary
-binary.usable()' 2>&1 | tail -1))"; return 1; }
+    why=$($PY -c 'from harness.sandbox.bwrap import binary; binary.usable()' 2>&1) \
+      || { echo "probe: no sandbox can start here ($(tail -1 <<<"$why"))"; return 1; }
     echo "probe: over the host, $($PY -c 'from harness.sandbox.bwrap.hostextras import describe_for_check
 print(describe_for_check())')"
   fi

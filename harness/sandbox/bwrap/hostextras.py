@@ -21,6 +21,7 @@ different layer) and are listed in the task's `adapted` lines, which the run's p
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shlex
@@ -93,7 +94,7 @@ def extras(needs_gpu: bool, environ: dict[str, str] | None = None) -> HostExtras
     python = _python(environ.get(VARIABLE, "").strip() or "auto", needs_gpu, environ.get("PATH", ""))
     binds: list[str] = []
     if python:
-        binds += _outside(_interpreter_paths(python))
+        binds += _outside(list(_interpreter_paths(python)))
     cuda, env = _cuda(environ) if needs_gpu else ("", {})  # (a CPU task's layers stay as they were)
     if cuda:
         binds += _outside([cuda])
@@ -120,6 +121,7 @@ def _python(choice: str, needs_gpu: bool, path: str) -> str:
     return "" if choice == SYSTEM_PYTHON else choice
 
 
+@functools.cache  # (per process: each task's layers ask, and importing torch takes seconds)
 def _imports(python: str, module: str) -> bool:
     try:
         return subprocess.run([python, "-c", f"import {module}"], capture_output=True, timeout=120).returncode == 0
@@ -127,7 +129,8 @@ def _imports(python: str, module: str) -> bool:
         return False
 
 
-def _interpreter_paths(python: str) -> list[str]:
+@functools.cache
+def _interpreter_paths(python: str) -> tuple[str, ...]:
     """The folders of the interpreter: its venv, its prefixes, where its binary is. Not the rest of its
     sys.path: a .pth may name any folder (a project's source, with its tasks' hidden tests), and what is
     bound here every agent of the task can read."""
@@ -137,7 +140,7 @@ def _interpreter_paths(python: str) -> list[str]:
                               f"{(done.stderr.strip().splitlines() or ['no output'])[-1]}")
     found = [p for p in json.loads(done.stdout) if p and p.startswith("/")]
     # its venv: the folder above bin/ (a venv's interpreter is a link out of it, so not its realpath)
-    return [str(Path(python).parent.parent), *found, str(Path(os.path.realpath(python)).parent)]
+    return (str(Path(python).parent.parent), *found, str(Path(os.path.realpath(python)).parent))
 
 
 def _cuda(environ: dict[str, str]) -> tuple[str, dict[str, str]]:
