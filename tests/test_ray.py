@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -100,11 +101,23 @@ def test_the_same_report_as_the_local_executor(cluster: tuple[Cluster, list[Any]
     assert not containers_of_run("ray")
 
 
-def slow_server(turns: int, delay_s: float) -> OpenAIServer:
-    """mini_swe replies that take `delay_s` each and submit after `turns` commands."""
+def slow_server(turns: int, delay_s: float, gather: int = 0) -> OpenAIServer:
+    """mini_swe replies that take `delay_s` each and submit after `turns` commands. With `gather`, the
+    first reply of every rollout waits until `gather` rollouts have asked for theirs (at most 150 s): that
+    many are then running at once however slowly a busy machine starts them (one-shot: rollouts run again
+    later do not wait)."""
+    firsts, everyone = [0], threading.Event()
+    lock = threading.Lock()
+
     def answer(received: Received) -> Reply:
         body = received.body if isinstance(received.body, dict) else {}
         done = sum(m.get("role") == "assistant" for m in body.get("messages", []))
+        if gather and done == 0:
+            with lock:
+                firsts[0] += 1
+                if firsts[0] >= gather:
+                    everyone.set()
+            everyone.wait(timeout=150)
         command = f"echo turn {done}" if done < turns else "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
         return Reply(body=completion(f"THOUGHT: next.\n\n```mswea_bash_command\n{command}\n```",
                                      usage_=usage(prompt=100, completion=10)), delay_s=delay_s)
@@ -123,11 +136,13 @@ def test_a_killed_node_s_rollouts_run_elsewhere(tasks_dir: Path, tmp_path: Path)
     victim, _ = [cluster.add_node(num_cpus=1, resources=SLOTS) for _ in range(2)]
     cluster.wait_for_nodes()
     try:
-        with slow_server(turns=6, delay_s=1.0) as server:
+        # Each rollout's first reply waits for all four: on a busy machine one node's rollouts could
+        # otherwise finish before the other node's start, and four never run at once.
+        with slow_server(turns=6, delay_s=1.0, gather=4) as server:
             proc = start_runner(*local_model(server), f"tasks.selector={tasks_dir}", "rollouts=2", "parallel=4",
                                 "grade=none", "name=killed", *on_cluster(cluster), out=tmp_path)
             try:
-                wait_for(lambda: len([c for c in containers_of_run("killed") if c.status == "running"]) == 4, 120,
+                wait_for(lambda: len([c for c in containers_of_run("killed") if c.status == "running"]) == 4, 150,
                          "4 rollouts running on the two nodes")
                 cluster.remove_node(victim, allow_graceful=False)
                 output, _ = proc.communicate(timeout=300)
@@ -207,12 +222,15 @@ def test_a_node_without_the_image_loads_it_from_the_driver(cluster: tuple[Cluste
 
 
 def test_a_429_pause_from_one_worker_holds_the_others(cluster: tuple[Cluster, list[Any]]) -> None:
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
     from harness.models.config import ModelConfig
     from runner.executors.ray_actors import RemoteLimiter, limiter_actor
 
-    def acquire_elsewhere(actor: Any) -> tuple[float, float]:
+    def acquire_elsewhere(actor: Any, go: float) -> tuple[float, float]:
         import time
 
+        time.sleep(max(0.0, go - time.time()))
         ticket = RemoteLimiter(actor).acquire()
         RemoteLimiter(actor).succeeded(ticket)
         return time.time(), ticket.gate_wait_s
@@ -220,12 +238,17 @@ def test_a_429_pause_from_one_worker_holds_the_others(cluster: tuple[Cluster, li
     ray.init(address=cluster[0].address, logging_level="ERROR", log_to_driver=False)
     try:
         actor = limiter_actor(ModelConfig(name="openai/x", api_base="http://127.0.0.1:9"))
+        node = NodeAffinitySchedulingStrategy(cluster[1][0].node_id, soft=False)
+        elsewhere = ray.remote(acquire_elsewhere).options(num_cpus=0, scheduling_strategy=node)
+        # That node's worker started and warm first: on a busy machine starting one took longer than the
+        # pause.
+        ray.get(elsewhere.remote(actor, 0.0), timeout=120)
         here = RemoteLimiter(actor)
         ticket = here.acquire()
         paused_at = time.time()
         here.rate_limited(ticket, 3.0)  # a 429 with Retry-After: 3 seen by this process
-        let_through, waited = ray.get(ray.remote(acquire_elsewhere).options(
-            num_cpus=0, resources={"rollout_slot": 1}).remote(actor), timeout=60)
+        # (the other worker asks 0.5 s into the pause, so that it starts late only if its machine stalls)
+        let_through, waited = ray.get(elsewhere.remote(actor, paused_at + 0.5), timeout=60)
         assert waited > 0 and let_through >= paused_at + 3.0 - 0.05  # the other node's worker waited it out
     finally:
         ray.shutdown()
