@@ -33,7 +33,7 @@ def regrade(run_dir: Path, force: bool = False, changes: dict[str, Any] | None =
 def _regrade(store: "RunStore", plain: dict[str, Any], force: bool, changes: dict[str, Any] | None,
              sandbox_provider: str | None, retry_errors: bool, rootfs: str | None) -> Path:
     from harness.grader.config import GradeConfig
-    from harness.sandbox.providers import provider
+    from harness.sandbox.providers import ensure_each, provider
     from runner.config import validate
     from runner.grading import Grader, graded
     from runner.plan import select
@@ -55,9 +55,13 @@ def _regrade(store: "RunStore", plain: dict[str, Any], force: bool, changes: dic
     finished = [r for r in rollouts if r is not None]
     sandboxes = provider(conf.sandbox.provider)
     sandboxes.ensure_ready(disk=conf.sandbox.disk, output_dir=store.root)
-    images = sandboxes.ensure_images([tasks[r.instance_id] for r in finished], conf.sandbox.base_image,
-                                     progress=print, base_map=dict(conf.tasks.base_map),
-                                     rootfs_from=conf.sandbox.rootfs)
+    # A task whose images cannot be made keeps its stored results as they are; the others are graded.
+    needed = list({r.instance_id: tasks[r.instance_id] for r in finished}.values())
+    images, skipped = ensure_each(sandboxes, needed, conf.sandbox.base_image, progress=print,
+                                  base_map=dict(conf.tasks.base_map), rootfs_from=conf.sandbox.rootfs)
+    order = {r.key: n for n, r in enumerate(finished)}  # (results.jsonl keeps the rollouts' order)
+    kept = [r for r in store.results() if r.instance_id in skipped and r.key in order]
+    finished = [r for r in finished if r.instance_id not in skipped]
     grader = Grader(store, conf.grading, images, sandboxes, force=force, retry_errors=retry_errors)
     records = []
     try:  # one timing session per task for what is not graded yet (runner.grading)
@@ -66,11 +70,10 @@ def _regrade(store: "RunStore", plain: dict[str, Any], force: bool, changes: dic
             records.append(graded(store, record, report))
     except KeyboardInterrupt:
         # Each new grading report is on disk already (the next run reuses it); results.jsonl stays as it was.
-        write_reports(store, conf, list(tasks), images, sandboxes)
+        write_reports(store, conf, list(tasks), images, sandboxes, skipped)
         raise
-    order = {r.key: n for n, r in enumerate(finished)}
-    store.rewrite_results(sorted(records, key=lambda r: order[r.key]))
-    write_reports(store, conf, list(tasks), images, sandboxes)
+    store.rewrite_results(sorted(kept + records, key=lambda r: order[r.key]))
+    write_reports(store, conf, list(tasks), images, sandboxes, skipped)
     return store.report_md
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +129,9 @@ def render_markdown(report: dict[str, Any], run_dir: str, grading: str = "") -> 
     if s["n_missing"]:
         lines += [f"**{s['n_missing']} of {s['n_planned']} planned rollouts have not finished** "
                   "(they count as failures; re-run the same command to finish them).", ""]
+    for task_id, why in (report.get("skipped_tasks") or {}).items():
+        lines += [f"**Task `{task_id}` was skipped**: its images could not be made ({why}); its rollouts count "
+                  "as failures until the same command is run again.", ""]
     lines += ["| metric | value |", "|---|---|",
               f"| tasks | {s['n_tasks']} |", f"| rollouts finished | {s['n_rollouts']} of {s['n_planned']} |"]
     if s["graded"]:
@@ -178,11 +181,14 @@ def render_markdown(report: dict[str, Any], run_dir: str, grading: str = "") -> 
 
 
 def write_reports(store: RunStore, conf: RunConf, task_ids: list[str], images: dict[str, TaskImages] | None = None,
-                  sandboxes: SandboxProvider | None = None) -> dict[str, Any]:
+                  sandboxes: SandboxProvider | None = None, skipped: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Write report.json and report.md (and the predictions and GSO's layout) from the stored results, with
-    the provenance of this process: `images` are the task images it used (None: it used none, a judge run)."""
+    the provenance of this process: `images` are the task images it used (None: it used none, a judge run);
+    `skipped`: task id -> why its images could not be made (its rollouts did not run)."""
     records = store.results()
     report = build_report(records, conf, task_ids)
+    if skipped:
+        report["skipped_tasks"] = dict(sorted(skipped.items()))
     if checks := store.checks():
         report["model_checks"] = checks  # only when a real model was checked: old runs rebuild identically
     if store.judges() and conf.grade != "none":  # likewise only once a judge has judged

@@ -23,7 +23,7 @@ from harness import signals
 from harness.models.loader import litellm_module
 from harness.models.records import CallRecord
 from harness.sandbox.interface import TaskImages
-from harness.sandbox.providers import HOST_PYTHON, provider
+from harness.sandbox.providers import HOST_PYTHON, ensure_each, provider
 from runner.checkpoints import CheckpointDir, checkpoint_dir
 from runner.config import ConfigError, RunConf
 from runner.executors.base import Context, Executor, Running, make_executor
@@ -60,6 +60,7 @@ class Runner:
         self.grade_queue: queue.Queue[RolloutRecord | None] = queue.Queue()
         self.recorded: set[tuple[str, int]] = set()  # read once the lock is held (_prepare)
         self.images: dict[str, TaskImages] = {}  # task id -> its images, once ensured
+        self.skipped: dict[str, str] = {}  # task id -> why its images could not be made (not run)
 
     # ---------------------------------------------------------------- entry
     def run(self) -> int:
@@ -87,7 +88,7 @@ class Runner:
             self._record_all(planned)
             self._judge_rest()
         except (RunInterrupted, KeyboardInterrupt):
-            write_reports(self.store, self.conf, list(self.tasks), self.images, self.sandboxes)
+            write_reports(self.store, self.conf, list(self.tasks), self.images, self.sandboxes, self.skipped)
             kept = len(self.store.results())
             print(f"interrupted: {kept} finished rollouts kept in {self.store.root}; "
                   "run the same command again to resume", flush=True)
@@ -95,7 +96,7 @@ class Runner:
         finally:
             restore()
             self._close()
-        report = write_reports(self.store, self.conf, list(self.tasks), self.images, self.sandboxes)
+        report = write_reports(self.store, self.conf, list(self.tasks), self.images, self.sandboxes, self.skipped)
         self._print_summary(report)
         return 0
 
@@ -137,13 +138,19 @@ class Runner:
         removed = self.sandboxes.cleanup("orphans")  # containers of earlier runs that were killed
         if self.conf.sandbox.host_python:  # (read where layers over the host are built)
             os.environ[HOST_PYTHON] = self.conf.sandbox.host_python
-        images = self.sandboxes.ensure_images(tasks, self.conf.sandbox.base_image,
-                                              progress=lambda m: print(m, flush=True),
-                                              base_map=dict(self.conf.tasks.base_map),
-                                              rootfs_from=self.conf.sandbox.rootfs)
+        # A task whose images cannot be made is skipped, its reason said and reported; the others run. Its
+        # rollouts stay unfinished (failures in the figures, as any missing rollout) until a rerun builds it.
+        images, self.skipped = ensure_each(self.sandboxes, tasks, self.conf.sandbox.base_image,
+                                           progress=lambda m: print(m, flush=True),
+                                           base_map=dict(self.conf.tasks.base_map),
+                                           rootfs_from=self.conf.sandbox.rootfs)
+        if self.skipped:
+            print(f"warning: {len(self.skipped)} of {len(tasks)} tasks skipped, their images could not be made "
+                  f"({', '.join(sorted(self.skipped))}); their rollouts count as failures until the same "
+                  "command is run again", flush=True)
         self.images = images
         importer.join()
-        planned = plan(tasks, self.conf.rollouts)
+        planned = plan([t for t in tasks if t.id in images], self.conf.rollouts)
         stored = [(p, self.store.rollout(p.task.id, p.index)) for p in planned]  # read each result file once
         # An infrastructure failure from before (the engine died, the provider was down) is run again, its
         # spend kept, while it has attempts left (rollout_attempts, across resumes: an agent that could turn its

@@ -19,7 +19,7 @@ from typing import IO, TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from harness.gpus import Gpu
 from harness.sandbox import live
-from harness.sandbox.interface import ImageConfig, Sandbox, SandboxLimits, TaskImages
+from harness.sandbox.interface import ImageBuildError, ImageConfig, Sandbox, SandboxLimits, TaskImages
 
 if TYPE_CHECKING:
     from harness.tasks.task import Task
@@ -153,3 +153,27 @@ def remove_mine() -> None:
             provider(name).cleanup("mine")
         except Exception:  # noqa: BLE001 - the next provider still gets its turn
             pass
+
+
+def ensure_each(sandboxes: SandboxProvider, tasks: Sequence["Task"], base_image: str, progress: Progress = print,
+                base_map: Mapping[str, str] | None = None,
+                rootfs_from: str = "image") -> tuple[dict[str, TaskImages], dict[str, str]]:
+    """`ensure_images` task by task: the images of every task whose images could be made, and task id -> the
+    first line of why for each whose could not (ImageBuildError: its build failed, its image cannot be
+    pulled, its layers cannot go over the host). One broken task must not stop the others; the first
+    error is raised when no task's images could be made (then nothing can run: a broken engine, say).
+    SandboxUnavailable (the provider itself cannot work) is raised at once."""
+    images: dict[str, TaskImages] = {}
+    failed: dict[str, str] = {}
+    first: ImageBuildError | None = None
+    for task in tasks:
+        try:
+            images.update(sandboxes.ensure_images([task], base_image, progress, base_map, rootfs_from))
+        except ImageBuildError as err:
+            first = first or err
+            why = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            failed[task.id] = why.removeprefix(f"task {task.id}: ")
+            progress(f"[{task.id}] skipped: {failed[task.id]}")
+    if first is not None and not images:
+        raise first
+    return images, failed
