@@ -211,6 +211,34 @@ def test_a_run_that_throttled_is_told_from_recorded_readings() -> None:
     assert slowdowns(before, None) == []
 
 
+def test_a_slowdown_between_two_calm_readings_is_seen_by_its_counter() -> None:
+    from harness.gpus.clocks import Reading, Watch, violated
+    calm = Reading.from_record({**RECORDED[0], "violation_ns": {"power": 0, "thermal": 5_000_000}})
+    # Calm at both instants, but the thermal counter moved by 40 ms in between: it throttled and recovered.
+    later = Reading.from_record({**RECORDED[0], "violation_ns": {"power": 0, "thermal": 45_000_000}})
+    assert later.record()["violation_ns"] == {"power": 0, "thermal": 45_000_000}
+    assert Reading.from_record(RECORDED[0]).record() == RECORDED[0]  # (an older record has no counters)
+    assert violated(calm, later) == ["thermal_violation"] and violated(calm, calm) == []
+    assert violated(Reading.from_record(RECORDED[0]), later) == []  # a counter read once says nothing
+    script = iter([calm, later, later, later])  # the second try: the counter stood still
+    watch = Watch((H100[0],), read=lambda gpu: next(script), samples=lambda gpu, since: [])
+    _, seen = watch.run(lambda: None)
+    assert seen.redone == ("thermal_violation",) and seen.slowdowns == []
+    assert watch.summary() == {"runs": 1, "redone": 1, "throttled": 0, "slowdowns": ["thermal_violation"]}
+
+
+def test_another_process_on_the_gpu_when_a_run_begins_is_seen() -> None:
+    from harness.gpus.clocks import Reading, live_pids, slowed
+    calm = Reading.from_record(RECORDED[0])
+    shared = Reading.from_record({**RECORDED[0], "processes": [4242]})
+    assert shared.record()["processes"] == [4242]
+    assert slowed([shared], [calm]) == ["shared_gpu"]
+    assert slowed([calm], [shared]) == []  # after the run: its own process, on its way out
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    assert live_pids([os.getpid(), int(gone), os.getpid()]) == (os.getpid(),)  # an exited one is no job
+
+
 def test_busy_time_is_read_off_utilization_samples() -> None:
     from harness.gpus.clocks import busy_seconds
     # (timestamp µs, percent of the period since the sample before): periods of 1/6 s as on many GPUs.

@@ -5,18 +5,21 @@ A timed GPU run is worth as much as the clock it ran at: a GPU that boosts, heat
 the base's run and the patch's moves a ratio by more than a good kernel does. So a session locks the SM
 clock at the GPU's default applications clock (sustainable without throttling) where allowed (root, a
 driver that supports it), restores it after (also when the process ends), and says once where it cannot.
-Readings before and after each run name the throttle reasons that slow a GPU down (`slowdowns`), so
-a run that saw one can be flagged and redone (`Watch`), and NVML's utilization samples over the run give
+Readings before and after each run name the throttle reasons that slow a GPU down (`slowdowns`), NVML's
+cumulative violation counters cover the time between them (a slowdown that came and went), and the
+compute processes on the GPU before a run show another job sharing it (`slowed`), so a run that saw one
+can be flagged and redone (`Watch`), and NVML's utilization samples over the run give
 the GPU's busy time, the GPU's side of the clock checked from outside (grader.guards). Readings are plain
 records, so what a GPU machine recorded can be read back and checked anywhere.
 """
 from __future__ import annotations
 
 import atexit
+import os
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, TypeVar
 
 from harness.gpus import Gpu, nvml
@@ -32,6 +35,12 @@ SLOWDOWNS = frozenset({"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw
                        "hw_power_brake_slowdown"})
 
 
+# NVML's cumulative violation counters (nanoseconds the GPU ran below its asked clock for that cause, since
+# the driver loaded), by name: a reason that came and went between two readings still moves its counter.
+VIOLATIONS = {"power": "NVML_PERF_POLICY_POWER", "thermal": "NVML_PERF_POLICY_THERMAL",
+              "board_limit": "NVML_PERF_POLICY_BOARD_LIMIT", "reliability": "NVML_PERF_POLICY_RELIABILITY"}
+
+
 @dataclass(frozen=True)
 class Reading:
     sm_clock_mhz: int
@@ -39,14 +48,24 @@ class Reading:
     temperature_c: int
     power_w: float
     reasons: tuple[str, ...] = ()
+    violation_ns: tuple[tuple[str, int], ...] = ()  # (VIOLATIONS name, its counter) where NVML has one
+    processes: tuple[int, ...] = ()  # host pids of the compute processes on the GPU, still alive
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> "Reading":
         return cls(int(record["sm_clock_mhz"]), int(record["memory_clock_mhz"]), int(record["temperature_c"]),
-                   float(record["power_w"]), tuple(record.get("reasons", ())))
+                   float(record["power_w"]), tuple(record.get("reasons", ())),
+                   tuple(sorted((str(k), int(v)) for k, v in (record.get("violation_ns") or {}).items())),
+                   tuple(int(p) for p in record.get("processes", ())))
 
     def record(self) -> dict[str, Any]:
-        return {**asdict(self), "reasons": list(self.reasons)}
+        out = {**asdict(self), "reasons": list(self.reasons)}
+        out.pop("violation_ns"), out.pop("processes")  # (only where read: older records have neither)
+        if self.violation_ns:
+            out["violation_ns"] = dict(self.violation_ns)
+        if self.processes:
+            out["processes"] = list(self.processes)
+        return out
 
 
 def reasons_of(mask: int) -> tuple[str, ...]:
@@ -61,20 +80,59 @@ def slowdowns(*readings: Reading | None) -> list[str]:
     return sorted({r for reading in readings if reading for r in reading.reasons if r in SLOWDOWNS})
 
 
+def violated(before: Reading | None, after: Reading | None) -> list[str]:
+    """The violation counters that moved from `before` to `after` ("thermal_violation", ...): the GPU ran
+    below its clock for that cause at some instant between the two readings, whatever each instant says."""
+    if before is None or after is None:
+        return []
+    then = dict(before.violation_ns)
+    return sorted(f"{name}_violation" for name, now in after.violation_ns if name in then and now > then[name])
+
+
+def slowed(before: Sequence[Reading | None], after: Sequence[Reading | None]) -> list[str]:
+    """Everything that makes one timed run on these GPUs no fair measure: a slowdown reason at either
+    reading, a violation counter that moved in between, or another process computing on a GPU when the
+    run began ("shared_gpu": exclusivity is per process, so another CUDA job is seen only this way)."""
+    found = set(slowdowns(*before, *after))
+    found.update(v for b, a in zip(before, after) for v in violated(b, a))
+    if any(r is not None and r.processes for r in before):
+        found.add("shared_gpu")
+    return sorted(found)
+
+
+def live_pids(listed: Iterable[int]) -> tuple[int, ...]:
+    """The pids NVML lists that are still running (a process that just exited, the last timed run's, can
+    linger in its list for a moment)."""
+    return tuple(sorted(pid for pid in set(listed) if os.path.exists(f"/proc/{pid}")))
+
+
 def read(gpu: Gpu) -> Reading | None:
-    """`gpu`'s state now; None where NVML cannot say."""
+    """`gpu`'s state now; None where NVML cannot say. The violation counters and compute processes are
+    read where the driver has them (each left out where it has not)."""
     with nvml() as lib:
         if lib is None:
             return None
         try:
             handle = lib.nvmlDeviceGetHandleByUUID(gpu.uuid)
-            return Reading(lib.nvmlDeviceGetClockInfo(handle, lib.NVML_CLOCK_SM),
-                           lib.nvmlDeviceGetClockInfo(handle, lib.NVML_CLOCK_MEM),
-                           lib.nvmlDeviceGetTemperature(handle, lib.NVML_TEMPERATURE_GPU),
-                           lib.nvmlDeviceGetPowerUsage(handle) / 1000.0,
-                           reasons_of(lib.nvmlDeviceGetCurrentClocksThrottleReasons(handle)))
+            reading = Reading(lib.nvmlDeviceGetClockInfo(handle, lib.NVML_CLOCK_SM),
+                              lib.nvmlDeviceGetClockInfo(handle, lib.NVML_CLOCK_MEM),
+                              lib.nvmlDeviceGetTemperature(handle, lib.NVML_TEMPERATURE_GPU),
+                              lib.nvmlDeviceGetPowerUsage(handle) / 1000.0,
+                              reasons_of(lib.nvmlDeviceGetCurrentClocksThrottleReasons(handle)))
         except lib.NVMLError:
             return None
+        counters = []
+        for name, policy in VIOLATIONS.items():
+            try:
+                status = lib.nvmlDeviceGetViolationStatus(handle, getattr(lib, policy))
+                counters.append((name, int(status.violationTime)))
+            except (lib.NVMLError, AttributeError):
+                continue
+        try:
+            pids = live_pids(int(p.pid) for p in lib.nvmlDeviceGetComputeRunningProcesses(handle))
+        except lib.NVMLError:
+            pids = ()
+        return replace(reading, violation_ns=tuple(counters), processes=pids)
 
 
 def utilization_samples(gpu: Gpu, since_us: int) -> list[tuple[int, int]] | None:
@@ -115,7 +173,7 @@ class RunSeen:
 
     @property
     def slowdowns(self) -> list[str]:
-        return slowdowns(*self.before, *self.after)
+        return slowed(self.before, self.after)
 
     def record(self) -> dict[str, Any]:
         return {"before": [r.record() if r else None for r in self.before],
