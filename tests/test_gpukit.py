@@ -120,6 +120,22 @@ def test_results_are_compared_within_tolerances() -> None:
         gpukit.check_close(a, torch.ones(4))
 
 
+def test_the_reference_keeps_a_summary_of_a_large_output_and_checks_it_element_by_element() -> None:
+    big = torch.rand(1024, 1024)  # 4 MB of float32
+    kept = gpukit.summary({"y": big, "n": 3}, salt=7)
+    assert kept["n"] == 3 and kept["y"]["shape"] == [1024, 1024] and kept["y"]["sample"].numel() == gpukit.SAMPLE
+    assert gpukit.summary({"y": big}, salt=7)["y"]["sample"].equal(kept["y"]["sample"])  # the same positions
+    small = gpukit.summary(torch.arange(6.0).reshape(2, 3), salt=7)
+    assert small["shape"] == [2, 3] and small["sample"].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]  # all of it
+    gpukit.check_close(kept, gpukit.summary({"y": big + 1e-7, "n": 3}, salt=7))
+    wrong = big.clone()
+    wrong[::2] += 1  # half the rows wrong: sampled values fall in them
+    with pytest.raises(AssertionError, match=r"result\['y'\]\['sample'\]: differs by up to"):
+        gpukit.check_close(kept, gpukit.summary({"y": wrong, "n": 3}, salt=7))
+    with pytest.raises(AssertionError, match=r"result\['y'\]\['shape'\]"):
+        gpukit.check_close(kept, gpukit.summary({"y": big.reshape(2048, 512), "n": 3}, salt=7))
+
+
 def _run(tmp_path: Path, body: str, *flags: str, extra: str = "", before: str = "",
          env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     script = tmp_path / "test_kit.py"
@@ -131,6 +147,8 @@ def _run(tmp_path: Path, body: str, *flags: str, extra: str = "", before: str = 
 def test_a_test_script_writes_perfkits_line_and_its_calls_and_checks_equivalence(tmp_path: Path) -> None:
     assert _run(tmp_path, "    return x * 2", "--reference").returncode == 0
     assert _run(tmp_path, "    return x * 2", "--eqcheck").returncode == 0
+    # (the stored result is its summary: SAMPLE values of a larger output, here all 1000)
+    assert (tmp_path / "p_result.pkl").stat().st_size < 8 * 1000 + 1000
     lines = (tmp_path / "out.txt").read_text().splitlines()
     assert len(lines) == 4 and lines[1] == lines[3] == "Timed calls: 7"  # 2 warm-ups + 5 reps, each run
     assert all(line.startswith("Execution time: ") and line.endswith("s") for line in lines[::2])

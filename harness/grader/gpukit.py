@@ -9,33 +9,33 @@ A GPU test imports torch and this module before the code under test, and ends as
         return gpukit.time_experiment(globals(), eqcheck, reference, prefix)
     if __name__ == "__main__":
         gpukit.main(run_test)
-and writes the same "Execution time: <seconds>s" line, then "Timed calls: <n>": how many calls of
-experiment() the process made (warm-ups and reps), which the grader weighs against the GPU's busy time
-and the process's wall time seen from outside (grader.guards: a clock that stops seeing work).
+and writes the same "Execution time: <seconds>s" line, then "Timed calls: <n>": how many calls of experiment() the
+process made (warm-ups and reps), which the grader weighs against the GPU's busy time and the process's wall time
+seen from outside (grader.guards: a clock that stops seeing work).
 
 What it times: after `warmups` calls on setup()'s data (the first call of a kernel is ~75x a warm one:
-compilation, caches, lazy CUDA start), `reps` calls of experiment(), each between CUDA events, the L2
-cache flushed before each (a kernel must not look fast on data an earlier rep left in cache), and the
-whole device synchronized before the end event, so work left on a side stream is counted. The figure is
-the median of the reps, in seconds.
+compilation, caches, lazy CUDA start), `reps` calls of experiment(), each between CUDA events, the L2 cache
+flushed before each (a kernel must not look fast on data an earlier rep left in cache), and the whole device
+synchronized before the end event, so work left on a side stream is counted. The figure is the median of the reps,
+in seconds.
 
-No rep can reuse another's work. Each rep gets inputs of its own, made before its start event: the
-test's `inputs(data, seed)`, or `perturb(data, seed)`, setup()'s floating-point tensors scaled elementwise
-by seeded noise (data with none, such as token ids, needs `inputs`: the run fails otherwise). After its
-end event its output is fingerprinted: its norm and its projections on PROJECTIONS dense random vectors
-(float64), which nothing gets right without the whole output. The `--reference` run stores its reps'
-fingerprints and the seed it drew (`<prefix>_reps.json`); every later run, timed or checked, takes that
-seed (the same inputs) and compares each rep's fingerprint with the stored one, allowing what TOLERANCE
-allows element by element (`compare`): a mismatch fails the run with an AssertionError, as a failed
-equivalence check does. The last rep's result is stored and compared as in GSO's protocol. experiment()
-returns plain tensors, numbers, strings, None, or lists, tuples and dicts of them.
+No rep can reuse another's work. Each rep gets inputs of its own, made before its start event: the test's
+`inputs(data, seed)`, or `perturb(data, seed)`, setup()'s floating-point tensors scaled elementwise by seeded
+noise (data with none, such as token ids, needs `inputs`: the run fails otherwise). After its end event its output
+is fingerprinted: its norm and its projections on PROJECTIONS dense random vectors (float64), which nothing gets
+right without the whole output. The `--reference` run stores its reps' fingerprints and the seed it drew
+(`<prefix>_reps.json`); every later run, timed or checked, takes that seed (the same inputs) and compares each
+rep's fingerprint with the stored one, allowing what TOLERANCE allows element by element (`compare`): a mismatch
+fails the run with an AssertionError, as a failed equivalence check does. The last rep's result is stored as a
+summary (`summary`: each tensor's shape and a seeded sample of its values) and compared element by element as in
+GSO's protocol. experiment() returns plain tensors, numbers, strings, None, or lists, tuples and dicts of them.
 
-Its timer is torch's own, taken at its import, before code under test can run: a run fails
-(TimerReplaced) when torch is not where packages are installed, when a folder outside the installation
-(a shim on PYTHONPATH, the work dir) provides a module imported before this one, when `torch.cuda.Event`,
-its `record`, `elapsed_time` or `synchronize`, or `torch.cuda.synchronize` is not defined in torch's
-package, or when one of them (or the C functions under them) changed during the run. `device="cpu"`
-times the same protocol with the host's clock, to check a test script without a GPU.
+Its timer is torch's own, taken at its import, before code under test can run: a run fails (TimerReplaced) when
+torch is not where packages are installed, when a folder outside the installation (a shim on PYTHONPATH, the work
+dir) provides a module imported before this one, when `torch.cuda.Event`, its `record`, `elapsed_time` or
+`synchronize`, or `torch.cuda.synchronize` is not defined in torch's package, or when one of them (or the C
+functions under them) changed during the run. `device="cpu"` times the same protocol with the host's clock, to
+check a test script without a GPU.
 """
 from __future__ import annotations
 
@@ -59,6 +59,7 @@ NOISE = 0.1  # perturb's relative change of each value: far above any tolerance,
 PROJECTIONS = 4
 SPREAD = 6.0  # an honest error e moves a projection by N(0, |e|^2): 6 sigma is never reached by chance
 _CHUNK = 1 << 22  # elements fingerprinted at a time (bounds the float64 copies on the GPU)
+SAMPLE = 1 << 16  # values of each output tensor the reference keeps for the element-wise check (summary)
 _calls = 0  # calls of experiment() by this process (what main() reports)
 
 # Everything the protocol relies on, taken now: later rebinding by the code under test changes nothing
@@ -70,7 +71,7 @@ _UNDER = tuple((owner, name, getattr(owner, name)) for owner, names in (
     (torch._C, ("_cuda_synchronize",)), (_EVENT.__mro__[1], ("record", "elapsed_time", "synchronize")))
     for name in names if hasattr(owner, name))  # what torch's Python wrappers call
 _TO, _RESHAPE, _TOLIST = torch.Tensor.to, torch.Tensor.reshape, torch.Tensor.tolist
-_NARROW, _MATMUL, _DOT, _RANDN = torch.narrow, torch.matmul, torch.dot, torch.randn
+_NARROW, _MATMUL, _DOT, _RANDN, _INDEX = torch.narrow, torch.matmul, torch.dot, torch.randn, torch.index_select
 _ISFINITE, _NAN_TO_NUM, _AS_REAL = torch.isfinite, torch.nan_to_num, torch.view_as_real
 _TORCH_DIR = os.path.dirname(os.path.realpath(torch.__file__))
 
@@ -208,10 +209,8 @@ def perturb(data: Any, seed: int) -> Any:
         if isinstance(value, tuple):
             items = [walk(v) for v in value]
             return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
-        if isinstance(value, list):
-            return [walk(v) for v in value]
-        if isinstance(value, dict):
-            return {k: walk(v) for k, v in value.items()}
+        if isinstance(value, (list, dict)):
+            return [walk(v) for v in value] if isinstance(value, list) else {k: walk(v) for k, v in value.items()}
         return value
 
     out = walk(data)
@@ -269,8 +268,8 @@ def compare(reference: list[list[Any]], current: list[list[Any]], rtol: float, a
     """One rep's fingerprint against the reference's (AssertionError). A tensor's allowed error, if each
     element is within atol + rtol x its reference value: |e| <= rtol |y| + atol sqrt(n); its norm may move
     by |e|, each projection by SPREAD |e| (a projection of e on a Gaussian vector is N(0, |e|^2))."""
-    paths = [p[0] for p in reference], [p[0] for p in current]
-    assert paths[0] == paths[1], f"{rep}: the output's parts {paths[1]} differ from the reference's {paths[0]}"
+    assert (had := [p[0] for p in reference]) == (got := [p[0] for p in current]), \
+        f"{rep}: the output's parts {got} differ from the reference's {had}"
     for ref, cur in zip(reference, current):
         where = f"{rep}: {ref[0]}"
         if len(ref) == 2:
@@ -280,8 +279,7 @@ def compare(reference: list[list[Any]], current: list[list[Any]], rtol: float, a
             continue
         assert len(cur) == 5 and ref[1] == cur[1], f"{where}: shape {cur[1]} vs {ref[1]}"
         assert ref[4] == cur[4], f"{where}: {cur[4]} non-finite values vs {ref[4]}"
-        n = math.prod(ref[1])
-        allowed = rtol * ref[2] + atol * math.sqrt(n) + 1e-9 * ref[2]  # (and the fingerprint's own rounding)
+        allowed = rtol * ref[2] + atol * math.sqrt(math.prod(ref[1])) + 1e-9 * ref[2]  # (+ the print's rounding)
         off = max([abs(cur[2] - ref[2]) / max(allowed, 1e-300)] +
                   [abs(c - r) / max(SPREAD * allowed, 1e-300) for c, r in zip(cur[3], ref[3])])
         assert off <= 1, (f"{where}: differs from the reference run's output for the same inputs ({off:.3g} times "
@@ -295,8 +293,7 @@ def measure(experiment: Callable[[Any], Any], data: Any, warmups: int = 5, reps:
     rep k gets inputs(data, rep_seed(salt, k)) (None: `data` itself), made before its clock starts;
     after_rep(k, result) runs after its clock stops."""
     check_timer()
-    result = None
-    cuda = device != "cpu"
+    result, cuda = None, device != "cpu"
     flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device=device) if cuda and flush_l2 else None
     for _ in range(warmups):
         experiment(data)
@@ -327,14 +324,20 @@ def measure(experiment: Callable[[Any], Any], data: Any, warmups: int = 5, reps:
     return times, result
 
 
-def _host(value: Any) -> Any:
-    """A result with its tensors moved to the host (what is stored and compared)."""
+def summary(value: Any, salt: int) -> Any:
+    """The reference's record of the last rep's result, a summary as GSO's store_result keeps (not 256 MB of an
+    8192x8192 output a state): each tensor's shape and SAMPLE values at `salt`'s positions (all of a smaller one)."""
     if isinstance(value, torch.Tensor):
-        return value.detach().cpu()
+        flat = _RESHAPE(_AS_REAL(value.detach()) if value.is_complex() else value.detach(), (-1,))
+        if flat.numel() > SAMPLE:
+            generator = torch.Generator().manual_seed(rep_seed(salt, 2 * 10**6))
+            at = torch.randint(0, flat.numel(), (SAMPLE,), generator=generator).sort().values
+            flat = _INDEX(flat, 0, _TO(at, device=flat.device))
+        return {"shape": list(value.shape), "sample": _TO(flat, device="cpu")}
     if isinstance(value, (list, tuple)):
-        return type(value)(_host(v) for v in value)
+        return type(value)(summary(v, salt) for v in value)
     if isinstance(value, dict):
-        return {k: _host(v) for k, v in value.items()}
+        return {k: summary(v, salt) for k, v in value.items()}
     return value
 
 
@@ -345,13 +348,11 @@ def check_close(reference: Any, current: Any, rtol: float = 1e-4, atol: float = 
         assert reference.shape == current.shape, f"{where}: shape {tuple(reference.shape)} vs {tuple(current.shape)}"
         assert torch.allclose(reference.float(), current.float(), rtol=rtol, atol=atol), \
             f"{where}: differs by up to {(reference.float() - current.float()).abs().max().item():.3g}"
-    elif isinstance(reference, (list, tuple)):
-        assert len(reference) == len(current), f"{where}: length {len(reference)} vs {len(current)}"
-        for i, (a, b) in enumerate(zip(reference, current)):
-            check_close(a, b, rtol, atol, f"{where}[{i}]")
-    elif isinstance(reference, dict):
-        assert set(reference) == set(current), f"{where}: key sets differ"
-        for key in reference:
+    elif isinstance(reference, (list, tuple, dict)):  # (a summary is a dict: its shape, its sample)
+        keys = list(reference) if isinstance(reference, dict) else list(range(len(reference)))
+        assert keys == (list(current) if isinstance(current, dict) else list(range(len(current)))), \
+            f"{where}: {'key sets' if isinstance(reference, dict) else 'lengths'} differ"
+        for key in keys:
             check_close(reference[key], current[key], rtol, atol, f"{where}[{key!r}]")
     else:
         assert reference == current, f"{where}: {reference!r} != {current!r}"
@@ -385,16 +386,15 @@ def time_experiment(ns: dict[str, Any], eqcheck: bool = False, reference: bool =
     _calls += warmups + reps
     if reference:
         with open(path, "wb") as out:
-            pickle.dump(_host(result), out, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump(summary(result, salt), out, protocol=pickle.HIGHEST_PROTOCOL)
         with open(reps_path, "w") as fh:
             json.dump({"salt": salt, "reps": prints}, fh)
-    if eqcheck:
+    if eqcheck:  # (the test's check_equivalence compares the two summaries: check_close reads them)
         with open(path, "rb") as kept:
-            ns.get("check_equivalence", check_close)(pickle.load(kept), _host(result))
+            ns.get("check_equivalence", check_close)(pickle.load(kept), summary(result, salt))
     return statistics.median(times)
 
 
 def main(run_test: Callable[[bool, bool, str], float]) -> None:
-    """perfkit's command line, with the calls made written after the time."""
-    import perfkit  # (its sibling where tests run; not imported with the package, which has its own)
+    import perfkit  # perfkit's command line, the calls made written after the time (its sibling where tests run)
     perfkit.main(run_test, lambda: [f"Timed calls: {_calls}"])
