@@ -101,23 +101,15 @@ def test_the_same_report_as_the_local_executor(cluster: tuple[Cluster, list[Any]
     assert not containers_of_run("ray")
 
 
-def slow_server(turns: int, delay_s: float, gather: int = 0) -> OpenAIServer:
-    """mini_swe replies that take `delay_s` each and submit after `turns` commands. With `gather`, the
-    first reply of every rollout waits until `gather` rollouts have asked for theirs (at most 150 s): that
-    many are then running at once however slowly a busy machine starts them (one-shot: rollouts run again
-    later do not wait)."""
-    firsts, everyone = [0], threading.Event()
-    lock = threading.Lock()
-
+def slow_server(turns: int, delay_s: float, hold: threading.Event | None = None) -> OpenAIServer:
+    """mini_swe replies that take `delay_s` each and submit after `turns` commands. With `hold`, the first
+    reply of every rollout waits until the test sets it (at most 150 s): what the test waits for happens
+    with every rollout started and none finished, however slowly a busy machine starts them."""
     def answer(received: Received) -> Reply:
         body = received.body if isinstance(received.body, dict) else {}
         done = sum(m.get("role") == "assistant" for m in body.get("messages", []))
-        if gather and done == 0:
-            with lock:
-                firsts[0] += 1
-                if firsts[0] >= gather:
-                    everyone.set()
-            everyone.wait(timeout=150)
+        if hold is not None and done == 0 and body.get("max_tokens") != 1:  # (not the runner's access check)
+            hold.wait(timeout=150)
         command = f"echo turn {done}" if done < turns else "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
         return Reply(body=completion(f"THOUGHT: next.\n\n```mswea_bash_command\n{command}\n```",
                                      usage_=usage(prompt=100, completion=10)), delay_s=delay_s)
@@ -136,15 +128,20 @@ def test_a_killed_node_s_rollouts_run_elsewhere(tasks_dir: Path, tmp_path: Path)
     victim, _ = [cluster.add_node(num_cpus=1, resources=SLOTS) for _ in range(2)]
     cluster.wait_for_nodes()
     try:
-        # Each rollout's first reply waits for all four: on a busy machine one node's rollouts could
-        # otherwise finish before the other node's start, and four never run at once.
-        with slow_server(turns=6, delay_s=1.0, gather=4) as server:
+        # Every rollout's first reply is held until the node is killed: on a busy machine one node's
+        # rollouts could otherwise finish before the other node's start, and four never run at once.
+        hold = threading.Event()
+        with slow_server(turns=6, delay_s=1.0, hold=hold) as server:
             proc = start_runner(*local_model(server), f"tasks.selector={tasks_dir}", "rollouts=2", "parallel=4",
                                 "grade=none", "name=killed", *on_cluster(cluster), out=tmp_path)
             try:
-                wait_for(lambda: len([c for c in containers_of_run("killed") if c.status == "running"]) == 4, 150,
-                         "4 rollouts running on the two nodes")
+                try:
+                    wait_for(lambda: len([c for c in containers_of_run("killed") if c.status == "running"]) == 4,
+                             150, "4 rollouts running on the two nodes")
+                except AssertionError as err:
+                    raise AssertionError(f"{err}; the runner said:\n{proc.output[-3000:]}") from None
                 cluster.remove_node(victim, allow_graceful=False)
+                hold.set()
                 output, _ = proc.communicate(timeout=300)
             finally:
                 if proc.poll() is None:

@@ -11,9 +11,11 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -65,11 +67,36 @@ def runner(*args: str, out: Path, env: dict[str, str] | None = None, timeout: fl
     return done
 
 
-def start_runner(*args: str, out: Path) -> subprocess.Popen[str]:
+class Drained(subprocess.Popen[str]):
+    """A process whose output (stdout and stderr together) is read as it comes: a test waiting on something
+    else must not leave its pipe full, which stops the process at its next print (a cold start's image
+    builds print enough). `communicate()` returns what it printed; `output` is what it printed so far."""
+
+    def __init__(self, cmd: list[str], **kwargs: Any) -> None:
+        super().__init__(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kwargs)
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.stdout is not None
+        for line in self.stdout:
+            self.lines.append(line)
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    def communicate(self, input: str | None = None, timeout: float | None = None) -> tuple[str, None]:  # noqa: A002
+        self.wait(timeout)
+        self._reader.join(timeout=30)
+        return self.output, None
+
+
+def start_runner(*args: str, out: Path) -> Drained:
     flags = [a for a in args if a.startswith("-")]  # Hydra's own flags (-m) go before the overrides
     cmd = [sys.executable, "-m", "runner", *flags, f"output_root={out}", *(a for a in args if a not in flags)]
-    return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "CI": "true"}, start_new_session=True)
+    return Drained(cmd, cwd=ROOT, env={**os.environ, "CI": "true"}, start_new_session=True)
 
 
 def signal_when(proc: subprocess.Popen[str], ready: Callable[[], None], *signums: int,
