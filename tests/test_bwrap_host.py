@@ -156,19 +156,28 @@ def test_harbor_tasks_build_over_the_hosts_system(tmp_path: Path) -> None:
     assert _ours(done.pid) == []  # type: ignore[attr-defined]
 
 
-def test_a_recipe_the_host_cannot_build_is_refused_before_anything_is_built(tmp_path: Path) -> None:
+def test_a_recipe_the_host_cannot_build_is_refused_and_only_its_task_skipped(tmp_path: Path) -> None:
     tasks = tmp_path / "tasks"
     shutil.copytree(HARBOR / "wordstats", tasks / "wordstats")
     shutil.copytree(HARBOR / "sortcount", tasks / "sortcount")
     dockerfile = tasks / "wordstats" / "environment" / "Dockerfile"
     dockerfile.write_text(dockerfile.read_text() + "RUN apt-get update && apt-get install -y optrunner-no-such-pkg\n")
-    before = _layers_of({"wordstats", "sortcount"})
-    done = runner("tasks=harbor", f"tasks.path={tasks}", "model=noop", "rollouts=1", "sandbox=bwrap",
-                  "sandbox.rootfs=host", out=tmp_path / "out", env=NO_DOCKER, timeout=120)
-    assert done.returncode != 0 and "Traceback" not in done.stderr
-    assert "installs system packages this host lacks (optrunner-no-such-pkg)" in done.stderr, done.stderr[-1000:]
-    # (sortcount comes first and could be built: every task is checked before any is)
-    assert _layers_of({"wordstats", "sortcount"}) == before
+    before = _layers_of({"wordstats"})
+    args = ("tasks=harbor", f"tasks.path={tasks}", "model=noop", "rollouts=1", "sandbox=bwrap", "sandbox.rootfs=host",
+            "grade=none")
+    done = runner(*args, "name=both", out=tmp_path / "out", env=NO_DOCKER, timeout=300)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "installs system packages this host lacks (optrunner-no-such-pkg)" in done.stdout, done.stdout[-1000:]
+    assert "[wordstats] skipped: " in done.stdout
+    run = tmp_path / "out" / "runs" / "both"
+    assert [json.loads(line)["instance_id"] for line in (run / "results.jsonl").read_text().splitlines()] == \
+        ["sortcount"]
+    assert list(json.loads((run / "report.json").read_text())["skipped_tasks"]) == ["wordstats"]
+    assert _layers_of({"wordstats"}) == before  # refused before any of its layers was built
+    # Alone, it leaves the run nothing to do: one line, nothing built.
+    alone = runner(*args, "tasks.ids=[wordstats]", out=tmp_path / "out", env=NO_DOCKER, timeout=120)
+    assert alone.returncode != 0 and "Traceback" not in alone.stderr
+    assert "installs system packages this host lacks (optrunner-no-such-pkg)" in alone.stderr, alone.stderr[-1000:]
 
 
 @pytest.mark.slow  # (CI time, 40-90 s here: make bench)
