@@ -40,7 +40,12 @@ def nsenter_path() -> str:
 @cache
 def usable() -> None:
     """Raise SandboxUnavailable (one line) when bubblewrap cannot make a sandbox on this machine."""
-    argv = [bwrap_path(), "--unshare-user", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/", "--proc", "/proc",
+    # Only the host's programs and libraries, not all of /: binding / recursively also binds every mount under
+    # it, such as a Docker container's root being set up or removed meanwhile, and its remount then fails
+    # (EINVAL) although bubblewrap works.
+    system = [arg for path in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64")
+              for arg in ("--ro-bind-try", path, path)]
+    argv = [bwrap_path(), "--unshare-user", "--unshare-pid", "--unshare-net", *system, "--proc", "/proc",
             "--dev", "/dev", "true"]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
