@@ -42,7 +42,7 @@ def _check(tmp_path: Path, env: dict[str, str], *args: str) -> list[str]:
 
 
 @pytest.mark.long("the GPU check's install, probe, no-op run and a hacks session of eight code states, each run "
-                  "of torch fenced in a sandbox over the host: ~210 s")
+                  "of torch fenced in a sandbox over the host: ~85 s")
 def test_the_gpu_check_rehearses_on_a_host_laid_out_as_the_gpu_host(tmp_path: Path) -> None:
     cuda = tmp_path / "toolkits" / "cuda-12.8"
     (cuda / "bin").mkdir(parents=True)

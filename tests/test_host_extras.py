@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.grader import isolation
 from harness.sandbox.bwrap import hostextras
 from harness.sandbox.bwrap.hostextras import VARIABLE, extras
 from harness.sandbox.interface import ImageBuildError
@@ -97,6 +98,13 @@ def test_a_layer_over_the_host_runs_the_hosts_python3_and_finds_its_nvcc(tmp_pat
         assert lines[:2] == [f"{tmp_path / 'opt-torch'} {tmp_path / 'opt-torch'}"] * 2  # the venv, as a venv
         assert lines[2:4] == ["nvcc of the test: -V", str(cuda)]
         assert box.exec(f"touch {python.parent}/x", timeout=30).exit_code != 0  # bound read-only
+        # Its owner is not mapped, so the sandbox shows it as nobody, the fenced user's name: still it is no
+        # place that user can write, nor anything a fenced run left behind (a walk of it cost seconds a run).
+        fenced = isolation.fence(box, ("/testbed",))
+        listed = box.exec(f"cat {isolation.WRITABLE_LIST}", timeout=30).output.split()
+        assert "/dev/shm" in listed and not [p for p in listed if p.startswith(str(tmp_path))], listed
+        _, outside = isolation.parse(box.exec(isolation.wrap(fenced, f"python3 -c '{MARKER}'"), timeout=60).output)
+        assert outside is not None and outside.left == (), outside
     # the same task for a CPU run: the system's python3, no CUDA, another layer
     monkeypatch.delenv(VARIABLE)
     plain = load_task(write_task(tmp_path / "cpu", "gpuhost", install_commands=["true"]))

@@ -33,7 +33,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 # Seconds each long file took in make test's first pass (the "time by file" lines, 2026-11-29, three
 # processes on two cores): only the order they start in depends on these.
-LONG_FILES = {"tests/test_runner.py": 289, "tests/test_ray.py": 227, "tests/test_gpu_check.py": 205,
+LONG_FILES = {"tests/test_runner.py": 289, "tests/test_ray.py": 227, "tests/test_gpu_check.py": 90,
               "tests/test_aggregate.py": 103, "tests/test_checkpoints.py": 87, "tests/test_sandbox_killed.py": 85,
               "tests/test_harbor_run.py": 77, "tests/test_installed.py": 69, "tests/test_sandbox_conformance.py": 55,
               "tests/test_autolab_fixtures.py": 54, "tests/test_installed_claude.py": 48,

@@ -87,9 +87,11 @@ def fence(sandbox: Sandbox, readonly: tuple[str, ...]) -> Fence:
     script = (
         f"set -e; mkdir -p {RUNS_DIR}; chmod 711 {RUNS_DIR}; "
         + (f"chmod -R go-w {dirs}; " if dirs else "")
-        # One walk of the file system: the files to take write permission off, and the writable directories.
+        # One walk of the file system: the files to take write permission off, and the writable directories
+        # (-writable: not those of a read-only mount, such as host folders a sandbox binds, whose owners it
+        # does not map and so shows as nobody, RUN_UID's name: no one can write there).
         + f"find / \\( {prune} \\) -prune -o \\( -type f -perm /022 -fprint0 {RUNS_DIR}/.files \\) -o "
-        f"\\( -type d \\( -perm -0002 -o \\( -perm -0020 -group {RUN_UID} \\) -o -user {RUN_UID} \\) "
+        f"\\( -type d -writable \\( -perm -0002 -o \\( -perm -0020 -group {RUN_UID} \\) -o -user {RUN_UID} \\) "
         f"-fprint {WRITABLE_LIST} \\) 2>/dev/null || true; "
         f"xargs -0r chmod go-w < {RUNS_DIR}/.files || true; rm -f {RUNS_DIR}/.files; "
         "echo \"setpriv-at $(command -v setpriv || echo none)\"; "
