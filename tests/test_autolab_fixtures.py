@@ -53,5 +53,6 @@ def test_autolab_style_tasks_build_here_and_the_oracle_scores_half(tmp_path: Pat
         # is a tie's coin flip, and at 2 rounds the interval may miss the tie: CI saw opt_commit false and no
         # flag once. test_harbor_run.py checks the verdict and its flag.)
         report = reports[task]
-        assert report["calibration"]["scale"] == "log" and near_half(report), report["calibration"]
+        assert report["calibration"]["scale"] == "log" and near_half(report), \
+            json.dumps({k: report[k] for k in ("score", "calibration")})
     assert not containers_of(done.pid)  # type: ignore[attr-defined]

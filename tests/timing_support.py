@@ -5,13 +5,14 @@ different processes. On CI's two loaded cores such processes differ by up to ~1.
 sieve that allocates its tables per call took 11.3 ms in one verification and 15.5 ms in the next, a
 reference ratio that moved a score by 0.053). How far such a factor moves the score depends on the
 task's span (log(base / reference) as measured here), so the tolerance is stated as a factor, not a score.
+With make test's three processes on the two cores, a C benchmark of ~10 ms once missed 1.6x (perf_c).
 """
 from __future__ import annotations
 
 import math
 from typing import Any
 
-SAME_CODE_FACTOR = 1.6  # the most two verifications of identical code may differ by here, with margin
+SAME_CODE_FACTOR = 2.0  # the most two verifications of identical code may differ by here, with margin
 
 
 def near_half(report: dict[str, Any], factor: float = SAME_CODE_FACTOR) -> bool:
