@@ -118,6 +118,11 @@ def test_results_are_compared_within_tolerances() -> None:
         gpukit.check_close([a], [a + 1])
     with pytest.raises(AssertionError, match="shape"):
         gpukit.check_close(a, torch.ones(4))
+    gpukit.check_close({"x": a, "y": 2}, {"y": 2, "x": a})  # a dict's keys in any order
+    with pytest.raises(AssertionError, match="key sets differ"):
+        gpukit.check_close({"x": a}, {"x": a, "y": 2})
+    with pytest.raises(AssertionError, match="lengths differ"):
+        gpukit.check_close([a], {0: a})
 
 
 def test_the_reference_keeps_a_summary_of_a_large_output_and_checks_it_element_by_element() -> None:

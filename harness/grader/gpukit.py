@@ -106,9 +106,8 @@ def _start_path() -> list[str]:
 
 
 def shadowing(names: set[str], folders: list[str], roots: tuple[str, ...]) -> list[str]:
-    """'name (path)' for each module of `names` that a folder outside `roots` provides (a module file,
-    byte code, an extension or a package): code of the work dir that could have been imported instead of
-    the installed one."""
+    """'name (path)' for each module of `names` that a folder outside `roots` provides (a module file, byte code,
+    an extension or a package): code of the work dir that could have been imported instead of the installed one."""
     found = []
     for folder in dict.fromkeys(os.path.realpath(f) for f in folders):
         if _under(folder, roots) or not os.path.isdir(folder):
@@ -251,8 +250,7 @@ def fingerprint(result: Any, salt: int) -> list[list[Any]]:
         flat = leaf.detach()
         flat = _RESHAPE(_AS_REAL(flat) if flat.is_complex() else flat, (-1,))
         generator = torch.Generator(device=flat.device).manual_seed(rep_seed(salt, 10**6 + i))
-        proj = torch.zeros(PROJECTIONS, dtype=torch.float64, device=flat.device)
-        square = torch.zeros((), dtype=torch.float64, device=flat.device)
+        proj, square = (torch.zeros(shape, dtype=torch.float64, device=flat.device) for shape in (PROJECTIONS, ()))
         bad = torch.zeros((), dtype=torch.int64, device=flat.device)
         for start in range(0, flat.numel(), _CHUNK):
             part = _TO(_NARROW(flat, 0, start, min(_CHUNK, flat.numel() - start)), dtype=torch.float64)
@@ -348,12 +346,14 @@ def check_close(reference: Any, current: Any, rtol: float = 1e-4, atol: float = 
         assert reference.shape == current.shape, f"{where}: shape {tuple(reference.shape)} vs {tuple(current.shape)}"
         assert torch.allclose(reference.float(), current.float(), rtol=rtol, atol=atol), \
             f"{where}: differs by up to {(reference.float() - current.float()).abs().max().item():.3g}"
-    elif isinstance(reference, (list, tuple, dict)):  # (a summary is a dict: its shape, its sample)
-        keys = list(reference) if isinstance(reference, dict) else list(range(len(reference)))
-        assert keys == (list(current) if isinstance(current, dict) else list(range(len(current)))), \
-            f"{where}: {'key sets' if isinstance(reference, dict) else 'lengths'} differ"
-        for key in keys:
+    elif isinstance(reference, dict):  # (its keys in any order; a summary is one: its shape, its sample)
+        assert isinstance(current, dict) and set(reference) == set(current), f"{where}: key sets differ"
+        for key in reference:
             check_close(reference[key], current[key], rtol, atol, f"{where}[{key!r}]")
+    elif isinstance(reference, (list, tuple)):
+        assert isinstance(current, (list, tuple)) and len(reference) == len(current), f"{where}: lengths differ"
+        for i, (a, b) in enumerate(zip(reference, current)):
+            check_close(a, b, rtol, atol, f"{where}[{i}]")
     else:
         assert reference == current, f"{where}: {reference!r} != {current!r}"
 
