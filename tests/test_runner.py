@@ -177,9 +177,14 @@ def test_oracle_solves_every_task_and_costs_what_its_tokens_cost(tasks_dir: Path
     assert done.returncode == 0, done.stderr[-2000:]
     path = run_dir(tmp_path)
     report = json.loads((path / "report.json").read_text())
+    # The oracle's patch is the expert's: reaching it is a tie, which two rounds on a loaded machine may
+    # leave uncertain either way (seen: hm 0.83, straddling p). Such a verdict is left out of the figures'
+    # check (the timed tests judge verdicts); every rollout still passes and beats the base.
+    unsure = [r for r in results(path) if ((r["grading"] or {}).get("uncertain") or {}).get("opt_commit")]
     if judge:
         judges = report["judges"]["scripted"]
-        assert judges["judged"] == 4 and judges["adjusted_opt_at_k"] == {"1": 1.0, "2": 1.0}, verdicts(path)
+        assert judges["judged"] == 4, verdicts(path)
+        assert unsure or judges["adjusted_opt_at_k"] == {"1": 1.0, "2": 1.0}, verdicts(path)
         assert judges["soft"]["quadrants"]["Q1"] == 4 and (path / "judging" / "scripted" / "alpha" / "1.json").is_file()
         assert "## Judge scripted" in (path / "report.md").read_text()
         # The same run resumed with another judge: nothing to run or grade, every rollout judged anew.
@@ -191,7 +196,7 @@ def test_oracle_solves_every_task_and_costs_what_its_tokens_cost(tasks_dir: Path
     else:
         assert "judges" not in report
     summary = report["summary"]
-    assert summary["opt_at_k"] == {"1": 1.0, "2": 1.0} and summary["n_rollouts"] == 4, verdicts(path)
+    assert summary["n_rollouts"] == 4 and (unsure or summary["opt_at_k"] == {"1": 1.0, "2": 1.0}), verdicts(path)
     records = results(path)
     assert sorted((r["instance_id"], r["rollout"]) for r in records) == [("alpha", 0), ("alpha", 1), ("beta", 0),
                                                                          ("beta", 1)]
@@ -199,7 +204,9 @@ def test_oracle_solves_every_task_and_costs_what_its_tokens_cost(tasks_dir: Path
         usage = record["usage"]
         expected = (usage["input_tokens"] * scripted.PRICE["input"] + usage["output_tokens"] * scripted.PRICE["output"])
         assert record["cost_usd"] == pytest.approx(expected / 1e6) and record["cost_usd"] > 0
-        assert record["exit_reason"] == "submitted" and record["grading"]["opt_commit"], verdicts(path)
+        grading = record["grading"]
+        assert record["exit_reason"] == "submitted" and grading["status"] == "passed" and grading["opt_base"] and \
+            (grading["opt_commit"] or record in unsure), verdicts(path)
         task = load_task(tasks_dir / record["instance_id"])
         assert same_effect(task, record["patch"], task.expert_patch)
         assert (path / record["trajectory"]).is_file()
