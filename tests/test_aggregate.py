@@ -214,7 +214,12 @@ def test_model_sweep_ranks_oracle_over_weaker_over_noop(study_tasks: Path, tmp_p
         assert row["avg_at_k"] == pytest.approx(sum(sum(v) / 2 for v in scores.values()) / 2)
         assert row["opt_at_1"] == pytest.approx(sum(bool(r["grading"]["opt_commit"]) for r in records) / 4)
         assert row["cost_per_rollout"] == pytest.approx(sum(r["cost_usd"] for r in records) / 4)
-    assert rows["oracle"]["opt_at_1"] == 1.0 and rows["oracle-weaker"]["opt_at_1"] == 0.0, \
+    # (the oracle's patch is the expert's: a tie, which two rounds on a loaded machine may leave uncertain)
+    unsure = {model for model, row in rows.items()
+              for line in (Path(row["run"]) / "results.jsonl").read_text().splitlines()
+              if ((json.loads(line)["grading"] or {}).get("uncertain") or {}).get("opt_commit")}
+    assert (rows["oracle"]["opt_at_1"] == 1.0 or "oracle" in unsure) and \
+        (rows["oracle-weaker"]["opt_at_1"] == 0.0 or "oracle-weaker" in unsure), \
         "\n".join(verdicts(Path(row["run"])) for row in rows.values())
     assert 0 < rows["oracle-weaker"]["avg_at_k"] < rows["oracle"]["avg_at_k"]
     markdown = (sweep / "aggregate" / "aggregate.md").read_text()
