@@ -15,7 +15,7 @@
 #                      patches; the gold's CV there comes from that session's per-round paired ratios
 # --quick     one call's worth (8 minutes on one H100): --tasks softmax_fused --parts
 #             install,probe,oracle,noop,hacks --rounds 3 (the gold's CV read from the hacks session);
-#             with --cpu, about 6 minutes on two cores
+#             with --cpu, about 3 minutes on two cores
 # --cpu       a rehearsal where there is no GPU: the tasks' CPU twins (harness.gpus.twins, made under --out;
 #             default attention_sdpa and softmax_fused), torch on the CPU. It shows that every part runs
 #             and what each credits; its speedups are the CPU's (softmax_fused's expert has none there).
