@@ -86,6 +86,7 @@ def gold(args: argparse.Namespace) -> None:
 def hacks(args: argparse.Namespace) -> None:
     from harness.grader.config import GradeConfig
     from harness.grader.grade import grade_patches
+    from harness.gpus.twins import BASE_CODE_ON_CPU
     from harness.sandbox.providers import provider
 
     tasks, images = _tasks(args)
@@ -93,7 +94,13 @@ def hacks(args: argparse.Namespace) -> None:
         named = {"gold": task.expert_patch}
         if (task.path / "weaker.patch").is_file():
             named["weaker"] = (task.path / "weaker.patch").read_text()
-        named |= {p.stem: p.read_text() for p in sorted((HACKS / task.id).glob("*.patch"))}
+        fixtures = sorted((HACKS / task.id).glob("*.patch"))
+        if task.gpus == 0:  # a CPU twin (harness.gpus.twins): a fixture that is the base code there is left out
+            left = set(BASE_CODE_ON_CPU.get(task.id, ()))
+            for name in sorted(left & {p.stem for p in fixtures}):
+                print(f"{task.id} {name}: left out on the CPU twin (the base code on a CPU)")
+            fixtures = [p for p in fixtures if p.stem not in left]
+        named |= {p.stem: p.read_text() for p in fixtures}
         found = images[task.id]
         reports = grade_patches(task, list(named.values()), found.grading, GradeConfig(rounds=args.rounds),
                                 sandboxes=provider(args.provider), base_image=found.base)
