@@ -192,7 +192,11 @@ def test_oracle_solves_every_task_and_costs_what_its_tokens_cost(tasks_dir: Path
         judges = report["judges"]["scripted"]
         assert judges["judged"] == 4, verdicts(path)
         assert unsure or judges["adjusted_opt_at_k"] == {"1": 1.0, "2": 1.0}, verdicts(path)
-        assert judges["soft"]["quadrants"]["Q1"] == 4 and (path / "judging" / "scripted" / "alpha" / "1.json").is_file()
+        # every rollout is a soft success: Q1 where it also reached the expert (an uncertain tie may not), else Q2
+        solved = sum(bool(r["grading"]["opt_commit"]) for r in records)
+        quadrants = judges["soft"]["quadrants"]
+        assert (quadrants["Q1"], quadrants["Q2"]) == (solved, 4 - solved) and (unsure or solved == 4), verdicts(path)
+        assert (path / "judging" / "scripted" / "alpha" / "1.json").is_file()
         assert "## Judge scripted" in (path / "report.md").read_text()
         # The same run resumed with another judge: nothing to run or grade, every rollout judged anew.
         again = runner(f"scaffold={scaffold}", f"tasks.selector={tasks_dir}", "rollouts=2", *FAST_GRADING,
@@ -259,7 +263,10 @@ def test_sigkill_then_the_same_command_resumes_without_duplicates(slow_dir: Path
     assert len(containers_of(proc.pid)) == 1  # left behind by the kill
     done = runner(*args, out=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "resuming" in done.stdout and "removed 1 leftover containers" in done.stdout
+    # The resume sweeps the killed run's container as an orphan ("removed N leftover containers"); another test's
+    # runner starting meanwhile (make test runs three processes) may sweep it first, or the resume may sweep
+    # another test's too: orphans are the engine's, not one run's. What holds either way: it is gone.
+    assert "resuming" in done.stdout and not containers_of(proc.pid), done.stdout
     records = results(run_dir(tmp_path))
     assert sorted(r["rollout"] for r in records) == [0, 1, 2]
     assert all(r["exit_reason"] == "time_limit" for r in records)
