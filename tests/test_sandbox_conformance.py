@@ -381,7 +381,9 @@ def test_a_sandbox_outlives_no_signal_to_its_owner(name: str, sig: signal.Signal
     proc.wait(timeout=60)
     if sig == signal.SIGKILL:
         assert Probe.exists(name, handle)
-        assert provider(name).cleanup("orphans") >= 1
+        # (the next cleanup ends it: this one, or another process's run starting meanwhile, which sweeps the
+        # machine's orphans too, so how many this call removed is not asserted)
+        provider(name).cleanup("orphans")
     assert not Probe.exists(name, handle)
 
 

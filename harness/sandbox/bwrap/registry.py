@@ -22,6 +22,7 @@ import signal
 import socket
 import stat
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -137,10 +138,14 @@ def remove_tree(directory: Path) -> None:
 
 
 def note(directory: Path, **fields: object) -> None:
-    """Add `fields` to a sandbox's record (what a later cleanup needs to end it)."""
+    """Add `fields` to a sandbox's record (what a later cleanup needs to end it). The record is replaced whole
+    (a new file renamed over it): another process's cleanup reading it meanwhile would take a truncated one for
+    a start that died half-way, remove the directory of a live sandbox and leave its processes running."""
     record = json.loads((directory / META).read_text())
     record.update(fields)
-    (directory / META).write_text(json.dumps(record))
+    fresh = directory / f".{META}.{os.getpid()}.{threading.get_ident()}"
+    fresh.write_text(json.dumps(record))
+    os.replace(fresh, directory / META)
 
 
 def read_meta(directory: Path) -> dict[str, Any]:

@@ -1,0 +1,41 @@
+"""The bubblewrap provider's record of its sandboxes (harness/sandbox/bwrap/registry.py) under concurrency.
+
+Every run on a machine sweeps the sandboxes of dead processes when it starts, while other runs start theirs.
+A sandbox's record is rewritten while it starts (its init's pid, its pid namespace, its uplink); a sweep that
+read it truncated took it for a start that died half-way, removed the directory of a live sandbox and left
+its processes running (seen: a `sleep infinity` under bwrap outlived make test, its directory gone).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import uuid
+
+from harness.sandbox.bwrap import registry
+
+
+def test_a_sweep_beside_a_starting_sandbox_never_takes_it_for_a_dead_one() -> None:
+    registry.make_state()
+    directory = registry.STATE / f"sbx-{uuid.uuid4().hex}"
+    directory.mkdir()
+    (directory / registry.META).write_text(json.dumps({"owner": registry.owner_id(), "labels": {}}))
+    stop, removed = threading.Event(), []
+
+    def sweep() -> None:
+        while not stop.is_set():
+            # (as every run's start does: all of the machine's orphans, ours and any other process's)
+            removed.append(registry.remove_sandboxes("orphans"))
+
+    sweeper = threading.Thread(target=sweep)
+    sweeper.start()
+    try:
+        for step in range(2000):  # what a start notes, again and again (this process is alive: not an orphan)
+            registry.note(directory, init=0, pidns=0, uplink=step)
+    finally:
+        stop.set()
+        sweeper.join()
+        survived, temporary = directory.is_dir(), list(directory.glob(f".{registry.META}.*"))
+        shutil.rmtree(directory, ignore_errors=True)
+    assert survived and len(removed) > 10, (survived, len(removed))
+    assert not temporary  # (each new record renamed over the old)
