@@ -39,3 +39,30 @@ def test_a_sweep_beside_a_starting_sandbox_never_takes_it_for_a_dead_one() -> No
         shutil.rmtree(directory, ignore_errors=True)
     assert survived and len(removed) > 10, (survived, len(removed))
     assert not temporary  # (each new record renamed over the old)
+
+
+def test_a_sandbox_being_removed_reads_as_ended_by_a_cleanup_throughout() -> None:
+    """A cleanup deletes a sandbox's directory while the run using it asks whose doing its end was (its command
+    just failed): the answer is the cleanup's at every moment, never "its own processes" (seen in make test:
+    the ENDED marker deleted first, the rest of a large directory still there)."""
+    registry.make_state()
+    directory = registry.STATE / f"sbx-{uuid.uuid4().hex}"
+    directory.mkdir()
+    for i in range(3000):  # (a sandbox's layers: deleting them takes a while, the marker among them)
+        (directory / f"file{i}").write_text("x")
+    (directory / registry.ENDED).touch()  # (made by every cleanup before it kills)
+    stop, answers = threading.Event(), []
+
+    def ask() -> None:
+        while not stop.is_set():
+            answers.append(registry.killed_from_inside(directory, None, None))
+
+    asker = threading.Thread(target=ask)
+    asker.start()
+    try:
+        registry.remove_tree(directory)
+    finally:
+        stop.set()
+        asker.join()
+    assert not directory.exists() and not list(registry.STATE.glob(f"{registry.GONE}{directory.name}.*"))
+    assert len(answers) > 10 and not [a for a in answers if a is not None], answers[-1:]

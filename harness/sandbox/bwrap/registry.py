@@ -36,6 +36,7 @@ STATE = state_folder()
 Scope = Literal["orphans", "mine", "all"]
 META = "sandbox.json"
 ENDED = "ended"  # made in a sandbox's directory before a cleanup kills it: its end is ours, not its processes'
+GONE = ".gone-"  # a sandbox directory being deleted (remove_tree), named with the deleting process's pid
 
 
 def make_state() -> None:
@@ -102,7 +103,8 @@ def kill_init(pid: int, pidns: int, wait_s: float = 10.0) -> None:
 def killed_from_inside(directory: Path, keeper: "subprocess.Popen[bytes] | None", cgroup: Path | None) -> str | None:
     """How a stopped sandbox's own processes ended it (one line); None when a cleanup ended it (its directory
     marked ENDED, or gone). The caller rules out its own kills."""
-    if not directory.is_dir() or (directory / ENDED).exists():
+    # (the marker first: a cleanup renames the directory away whole, marker and all, at any moment)
+    if (directory / ENDED).exists() or not directory.is_dir():
         return None
     status = None
     if keeper is not None:
@@ -117,7 +119,20 @@ def killed_from_inside(directory: Path, keeper: "subprocess.Popen[bytes] | None"
 
 def remove_tree(directory: Path) -> None:
     """Remove a sandbox's directory, also the unwritable directories a process inside (or the overlay's
-    own work directory, mode 000) left."""
+    own work directory, mode 000) left. It is first renamed out of the way, in one step: a sandbox whose
+    directory is half deleted (its ENDED marker gone, the rest not yet) would read as ended by its own
+    processes (killed_from_inside) to the run using it."""
+    gone = directory.with_name(f"{GONE}{directory.name}.{os.getpid()}")
+    try:
+        directory.rename(gone)
+    except FileNotFoundError:
+        return  # (another cleanup's, already)
+    except OSError:
+        gone = directory
+    _delete(gone)
+
+
+def _delete(directory: Path) -> None:
     tried: set[str] = set()
 
     def writable_then_retry(func: Callable[..., object], path: str, _exc: object) -> None:
@@ -185,6 +200,10 @@ def remove_sandboxes(scope: Scope = "orphans", labels: dict[str, str] | None = N
         uplink.stop(int(meta.get("uplink") or 0))
         remove_tree(directory)
         removed += 1
+    for gone in STATE.glob(f"{GONE}*"):  # deletions their process did not finish (it was killed meanwhile)
+        pid = gone.name.rpartition(".")[2]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            _delete(gone)
     return removed
 
 
