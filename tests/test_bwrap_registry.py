@@ -8,7 +8,9 @@ its processes running (seen: a `sleep infinity` under bwrap outlived make test, 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 import threading
 import uuid
 
@@ -66,3 +68,20 @@ def test_a_sandbox_being_removed_reads_as_ended_by_a_cleanup_throughout() -> Non
         asker.join()
     assert not directory.exists() and not list(registry.STATE.glob(f"{registry.GONE}{directory.name}.*"))
     assert len(answers) > 10 and not [a for a in answers if a is not None], answers[-1:]
+
+
+def test_a_removal_its_process_did_not_finish_is_finished_by_the_next_sweep() -> None:
+    registry.make_state()
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # (a process that has exited: killed mid-way through a removal, say)
+    unfinished = registry.STATE / f"{registry.GONE}sbx-{uuid.uuid4().hex}.{gone.pid}"
+    ongoing = registry.STATE / f"{registry.GONE}sbx-{uuid.uuid4().hex}.{os.getpid()}"  # (ours: still going)
+    for folder in (unfinished, ongoing):
+        (folder / "upper").mkdir(parents=True)
+        (folder / "upper" / "file").write_text("x")
+    try:
+        registry.remove_sandboxes("mine", labels={"optrunner.test": "none of ours"})
+        assert not unfinished.exists() and ongoing.is_dir()
+    finally:
+        shutil.rmtree(ongoing, ignore_errors=True)
+        shutil.rmtree(unfinished, ignore_errors=True)

@@ -202,7 +202,7 @@ def remove_sandboxes(scope: Scope = "orphans", labels: dict[str, str] | None = N
         removed += 1
     for gone in STATE.glob(f"{GONE}*"):  # deletions their process did not finish (it was killed meanwhile)
         pid = gone.name.rpartition(".")[2]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+        if pid.isdigit() and exited(int(pid)):
             _delete(gone)
     return removed
 
