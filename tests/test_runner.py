@@ -252,7 +252,8 @@ def test_sigkill_then_the_same_command_resumes_without_duplicates(slow_dir: Path
             "budget.wall_clock_s=5")
     proc = start_runner(*args, out=tmp_path)
     try:
-        wait_for(lambda: (tmp_path / "runs").is_dir() and any(run_dir(tmp_path).glob("rollouts/*/0.json")), 120,
+        # (the runs folder is made before the run's own folder in it)
+        wait_for(lambda: any(tmp_path.glob("runs/*/rollouts/*/0.json")), 120,
                  "the first rollout to finish")
         # the second rollout's container, and no other (the first one's is removed in the background)
         wait_for(lambda: [c.labels.get("optrunner.rollout") for c in containers_of(proc.pid)] == ["1"], 60,
@@ -281,7 +282,8 @@ def test_a_signal_stops_quickly_keeps_finished_rollouts_and_removes_containers(
                         "grade=none", "budget.wall_clock_s=4", out=tmp_path)
 
     def ready() -> None:
-        wait_for(lambda: (tmp_path / "runs").is_dir() and any(run_dir(tmp_path).glob("rollouts/*/0.json")), 120,
+        # (the runs folder is made before the run's own folder in it)
+        wait_for(lambda: any(tmp_path.glob("runs/*/rollouts/*/0.json")), 120,
                  "the first rollout to finish")
         # the second rollout's container, and no other (the first one's is removed in the background)
         wait_for(lambda: [c.labels.get("optrunner.rollout") for c in containers_of(proc.pid)] == ["1"], 60,

@@ -76,6 +76,8 @@ class BwrapStream:
                     pipe.close()
         else:
             os.close(self._read_fd)
+            if self._code is not None:  # reaped already: its pid may be another process's by now
+                return
             try:  # the shell got SIGHUP with its terminal; reap it when it has gone
                 os.kill(self._pid, signal.SIGHUP)
                 os.waitpid(self._pid, os.WNOHANG)
