@@ -253,6 +253,17 @@ class Listenable(Protocol):
 
 
 @runtime_checkable
+class Connectable(Protocol):
+    """A capability some sandboxes have: this process reaching a server that listens inside the sandbox."""
+
+    def connection_socket(self) -> socket.socket:
+        """A fresh, unconnected TCP socket in the sandbox's network namespace: connected to 127.0.0.1:PORT, it
+        reaches what listens on the sandbox's own loopback (a service task's server, for the grader's
+        client), and nothing else. SandboxError where the provider cannot (not root, a remote engine)."""
+        ...
+
+
+@runtime_checkable
 class Checkpointable(Protocol):
     """A capability some sandboxes have: their file system kept as a point a fresh sandbox starts from."""
 

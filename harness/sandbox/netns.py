@@ -17,6 +17,7 @@ import ctypes
 import os
 import socket
 import threading
+from collections.abc import Callable
 
 from harness.sandbox.interface import SandboxError
 
@@ -38,6 +39,29 @@ def listen_in(pid: int, port: int) -> socket.socket:
     """A socket listening on 127.0.0.1:`port` in the network namespace of host process `pid` (a process of
     the sandbox, e.g. its init). The caller accepts on it; SandboxError when the namespace cannot be joined
     or the port is taken there."""
+    def make() -> socket.socket:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("127.0.0.1", port))
+            sock.listen(BACKLOG)
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+
+    return _made_in(pid, make, f"open port {port}")
+
+
+def socket_in(pid: int) -> socket.socket:
+    """A fresh, unconnected TCP socket in the network namespace of host process `pid`: connected to
+    127.0.0.1:PORT it reaches a server listening inside the sandbox (the serving client's way in), and
+    nothing outside it. SandboxError when the namespace cannot be joined."""
+    return _made_in(pid, lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM), "open a connection")
+
+
+def _made_in(pid: int, make: Callable[[], socket.socket], what: str) -> socket.socket:
+    """`make()` run in the network namespace of process `pid`: the socket it returns stays bound there."""
     result: list[socket.socket | BaseException] = []
 
     def inside() -> None:
@@ -49,29 +73,21 @@ def listen_in(pid: int, port: int) -> socket.socket:
                 _setns(ns)
             finally:
                 os.close(ns)
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            try:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                sock.bind(("127.0.0.1", port))
-                sock.listen(BACKLOG)
-            except BaseException:
-                sock.close()
-                raise
-            result.append(sock)
+            result.append(make())
         except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
             result.append(exc)
 
-    thread = threading.Thread(target=inside, name=f"netns-listen-{pid}", daemon=True)
+    thread = threading.Thread(target=inside, name=f"netns-{pid}", daemon=True)
     thread.start()
     thread.join()
-    got = result[0] if result else SandboxError("the listening thread ended without a result")
+    got = result[0] if result else SandboxError("the namespace's thread ended without a result")
     if isinstance(got, socket.socket):
         return got
     if isinstance(got, PermissionError):
-        raise SandboxError("cannot open a port inside the sandbox: joining its network namespace needs root "
+        raise SandboxError(f"cannot {what} inside the sandbox: joining its network namespace needs root "
                            "(CAP_SYS_ADMIN) and a local engine") from None
     if isinstance(got, FileNotFoundError):
-        raise SandboxError(f"cannot open a port inside the sandbox: process {pid} is gone") from None
+        raise SandboxError(f"cannot {what} inside the sandbox: process {pid} is gone") from None
     if isinstance(got, OSError):
-        raise SandboxError(f"cannot open port {port} inside the sandbox: {got.strerror or got}") from None
-    raise SandboxError(f"cannot open a port inside the sandbox: {got}")
+        raise SandboxError(f"cannot {what} inside the sandbox: {got.strerror or got}") from None
+    raise SandboxError(f"cannot {what} inside the sandbox: {got}")

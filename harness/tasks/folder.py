@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from harness import gpus
+from harness.serving.spec import ServiceError, load_service
 from harness.tasks.ids import check_id
 from harness.tasks.task import DEFAULT_TEST_TIMEOUT, Task, TaskError, refuse_links_out
 
@@ -93,26 +94,34 @@ def load_task(path: Path) -> Task:
         gpus=f.get("gpus", int, "a number of GPUs (0 or more)", required=False, default=0),
         gpu_types=f.strings("gpu_types", required=False),
     )
+    service = None
+    if raw.get("service") is not None:
+        f.used.add("service")
+        try:
+            service = load_service(raw["service"])
+        except ServiceError as err:
+            raise TaskError(f"{where}: {err}") from None
     if fields["gpus"] < 0:
         raise TaskError(f"{where}: field 'gpus' should be 0 or more, got {fields['gpus']}")
     extra = sorted(set(raw) - f.used)
     if extra:
         raise TaskError(f"{where}: unknown field '{extra[0]}' in task.yaml (known: id, repo, api, description, "
                         "languages, setup_commands, install_commands, tags, test_timeout, protected, "
-                        "allow_protected, gpus, gpu_types)")
+                        "allow_protected, gpus, gpu_types, service)")
     refuse_links_out(path, where)
     path = path.resolve()
-    _check_files(path, where)
+    _check_files(path, where, tests_needed=service is None)
     _check_expert_applies(path, where)
     tests = path / "tests"
     hidden = tuple((str(p.relative_to(tests)), p.read_bytes()) for p in sorted(tests.rglob("*"))
                    if p.is_file() and "__pycache__" not in p.parts)
     return Task(**fields, prob_script=(path / "prob_script.py").read_text(),
                 expert_patch=(path / "expert.patch").read_text(), hidden_files=hidden,
-                test_names=tuple(p.name for p in sorted(tests.glob("test_*.py"))), source="suite", path=path)
+                test_names=tuple(p.name for p in sorted(tests.glob("test_*.py"))), source="suite", path=path,
+                service=service)
 
 
-def _check_files(path: Path, where: str) -> None:
+def _check_files(path: Path, where: str, tests_needed: bool = True) -> None:
     repo = path / "repo"
     if not repo.is_dir() or not any(repo.iterdir()):
         raise TaskError(f"{where}: missing folder repo/ (the base source tree)")
@@ -121,7 +130,7 @@ def _check_files(path: Path, where: str) -> None:
             raise TaskError(f"{where}: missing file {name}")
     if not (path / "expert.patch").read_text().strip():
         raise TaskError(f"{where}: expert.patch is empty (expected a unified diff against repo/)")
-    if not (path / "tests").is_dir() or not any((path / "tests").glob("test_*.py")):
+    if tests_needed and (not (path / "tests").is_dir() or not any((path / "tests").glob("test_*.py"))):
         raise TaskError(f"{where}: missing hidden tests: expected tests/test_*.py files")
 
 

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.serving.spec import Service
+
 DEFAULT_TEST_TIMEOUT = 120.0
 IMAGE_POLICIES = ("auto", "prebuilt", "build")
 # What graded tests may reach: nothing; nothing but with libraries told to read their caches; the network.
@@ -88,6 +90,7 @@ class Task:
     instruction: str = ""  # the whole prompt; the scaffold only frames it
     workdir: str = "/testbed"  # where the agent works ("" : the image's own WORKDIR)
     reward_check: RewardCheck | None = None  # the verifier, when it writes a reward instead of timing tests
+    service: Service | None = None  # a service task: its server measured by serving metrics (harness.serving)
     environment: Path | None = None  # a Dockerfile's build context, to build the image from
     solution_files: tuple[tuple[str, bytes, int], ...] = ()  # a reference solution (solve.sh and its files)
     agent_timeout: float | None = None  # the task's own wall-clock limit for the agent

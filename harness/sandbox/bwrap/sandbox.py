@@ -19,7 +19,6 @@ import json
 import os
 import select
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
@@ -30,10 +29,11 @@ from typing import Any
 
 from harness.gpus import Gpu, visible_env
 from harness.sandbox.archive import tar_of
-from harness.sandbox import netns, overlay
+from harness.sandbox import overlay
 from harness.sandbox.bwrap import cgroups, devices, hardening, ids, outside, registry, uplink
 from harness.sandbox.bwrap.binary import bwrap_path, nsenter_path, usable
 from harness.sandbox.bwrap.checkpoints import KeptLayers
+from harness.sandbox.bwrap.ports import Ports
 from harness.sandbox.bwrap.rootfs import Rootfs
 from harness.sandbox.bwrap.stream import BwrapStream, drain
 from harness.sandbox.gitdiff import take_diff
@@ -47,7 +47,7 @@ START_TIMEOUT = 30.0
 _NOT_FOUND, _IS_DIR, _NOT_DIR = 44, 45, 46  # exit codes of the file helpers below
 
 
-class BwrapSandbox(KeptLayers):
+class BwrapSandbox(KeptLayers, Ports):
     """A running bubblewrap sandbox over a root file system. Use `BwrapSandbox.start(rootfs)`; always close()."""
 
     def __init__(self, directory: Path, rootfs: Rootfs, limits: SandboxLimits) -> None:
@@ -333,10 +333,6 @@ class BwrapSandbox(KeptLayers):
                 os.sched_setaffinity(pid, cpus)
             except OSError:
                 pass  # gone meanwhile
-
-    def listen(self, port: int) -> socket.socket:
-        """127.0.0.1:`port` in the sandbox's network namespace, served by this process (`Listenable`)."""
-        return netns.listen_in(self._init, port)  # (SandboxError when its init is gone)
 
     def restart(self) -> None:
         """Every process ended; the sandbox started again over the same files."""

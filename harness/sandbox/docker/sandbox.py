@@ -15,7 +15,6 @@ import errno
 import io
 import json
 import os
-import socket
 import tarfile
 import threading
 import time
@@ -34,8 +33,9 @@ from harness.gpus import Gpu
 from harness.sandbox.docker.containers import (LABEL, OWNER_LABEL, create_container,
                                                docker_client, hardening_options, owner_id, track, untrack)
 from harness.sandbox.docker import deaths
+from harness.sandbox.docker.ports import Ports
 from harness.sandbox.docker.stream import DockerStream, run_exec
-from harness.sandbox import kept, netns, overlay
+from harness.sandbox import kept, overlay
 from harness.sandbox.archive import tar_of
 from harness.sandbox.gitdiff import take_diff
 from harness.sandbox.interface import (BASE_COMMIT_LABEL, GIT_DIR_LABEL, PINS_LABEL, TESTBED, WORKDIR_LABEL,
@@ -81,7 +81,7 @@ def create_options(limits: SandboxLimits, labels: dict[str, str], workdir: str,
     return options
 
 
-class DockerSandbox:
+class DockerSandbox(Ports):
     """A running container from a task image. Use `DockerSandbox.start(image)`; always `close()`."""
 
     def __init__(self, container: Container, client: docker.DockerClient, base_commit: str | None,
@@ -302,15 +302,16 @@ class DockerSandbox:
         with engine_errors():
             self.container.update(cpuset_cpus=cpuset)
 
-    def listen(self, port: int) -> socket.socket:
-        """127.0.0.1:`port` in the container's network namespace, served by this process (`Listenable`):
-        joined through its main process, which needs a local engine and root."""
+    def _main_pid(self, what: str) -> int:
+        """The host pid of the container's main process, whose namespaces are the container's (ports.py)."""
+        if self._closed:
+            raise SandboxError(f"cannot {what} inside the container: it is closed")
         with engine_errors():
             self.container.reload()
         pid = int((self.container.attrs.get("State") or {}).get("Pid") or 0)
         if pid <= 0:
-            raise SandboxError("cannot open a port inside the container: it is not running")
-        return netns.listen_in(pid, port)
+            raise SandboxError(f"cannot {what} inside the container: it is not running")
+        return pid
 
     def checkpoint(self, name: str, labels: dict[str, str] | None = None) -> str:
         """The container committed to the image `name` (`Checkpointable`): its files, not its processes (the
