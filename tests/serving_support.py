@@ -36,6 +36,9 @@ def handler_for(behaviour: Behaviour) -> type[BaseHTTPRequestHandler]:
         def log_message(self, *args: object) -> None:
             pass
 
+        def do_GET(self) -> None:  # the readiness probe
+            self._send(200 if self.path == "/health" else 404, b"{}", "application/json")
+
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             behaviour.seen += 1

@@ -45,10 +45,12 @@ from harness.grader.freeze import build_review
 from harness.grader.guards import clock_review, hook_review, leftover_review, static_review
 from harness.grader.patch_paths import UnreadablePatch, with_final_newline
 from harness.grader.isolation import FenceError, Outside
+from harness.grader.serving import serve_rounds
 from harness.grader.timing import RATIOS, Log, SessionTimes, bootstrap, estimates, straddles, time_session
 from harness.sandbox.interface import (TESTBED, Sandbox, SandboxError, SandboxKilledFromInside, memory_bytes,
                                        pin_if_possible)
 from harness.sandbox.providers import DEFAULT_PROVIDER, SandboxProvider, provider
+from harness.serving.spec import Service
 from harness.tasks.task import Task
 
 # round(gm, 1) >= 1.2 holds from gm = 1.15 on (1.1 from 1.05): the value an interval is compared with.
@@ -153,7 +155,9 @@ def _session(task: Task, items: list[tuple[int, str]], reports: list[dict[str, A
     try:
         base, commit, patched = _prepare(task, items, images, config, reports, boxes, log, sandboxes, finish,
                                          given)
-        if patched:
+        if patched and task.service is not None:  # a service task: its servers measured instead of tests
+            _serve(task, task.service, base, commit, patched, config, log, reports, finish)
+        elif patched:
             watch = Watch(given) if given else None  # NVML around every timed run of a GPU task
             with ClockLock(given) as clocks:  # a GPU task's SM clock locked for its timing, where allowed
                 timed = time_session(task, base, commit, list(patched.values()), config, log, watch)
@@ -205,6 +209,25 @@ def _session(task: Task, items: list[tuple[int, str]], reports: list[dict[str, A
     for i, _ in items:
         reports[i]["wall_time_s"] = round(wall / len(items), 2)  # this patch's share of the session
         reports[i]["session"] = session
+
+
+def _serve(task: Task, service: Service, base: CodeState, commit: CodeState, patched: dict[int, CodeState],
+           config: GradeConfig, log: Log, reports: list[dict[str, Any]],
+           finish: Callable[[int, str, str], None]) -> None:
+    """A service task's rounds (grader.serving); GSO's verdicts on its primary metric, as costs per round."""
+    rounds = min(config.rounds, task.runs_per_test or config.rounds)
+    served = serve_rounds(task.id, service, base, commit, list(patched.values()), rounds, log)
+    metric = service.primary
+    for i, state in patched.items():
+        if state.name in served.failed:
+            finish(i, "test_failed", reason_of(served.failed[state.name], "patch"))
+            continue
+        costs = {"base": {metric: served.costs(base.name, metric)},
+                 "patch": {metric: served.costs(state.name, metric)},
+                 "commit": {metric: served.costs(commit.name, metric)}}
+        verdicts(reports[i], ["base", "patch", "commit"], costs, (metric,), config)
+        reports[i]["serving"] = served.report(state.name, base.name, commit.name, config)
+        finish(i, "passed", "")
 
 
 def _prepare(task: Task, items: list[tuple[int, str]], images: tuple[str, str], config: GradeConfig,
