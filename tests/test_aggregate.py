@@ -8,12 +8,14 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from harness.metrics.bootstrap import Settings
 from runner.aggregate import _f, aggregate, main, render_markdown
@@ -292,9 +294,17 @@ def test_scaling_sweep_survives_a_killed_job_and_draws_the_heatmap(study_tasks: 
 def test_bad_aggregate_input_is_one_line(study_tasks: Path, tmp_path: Path) -> None:
     assert aggregate_cli(str(tmp_path)).stderr.strip() == f"error: {tmp_path} is not a run directory and holds none " \
                                                           "(no config.yaml found)"
-    noop = ("model=noop", "scaffold=mini_swe", f"tasks.selector={study_tasks}")
-    for out, extra in (("one", ["tasks.ids=[alpha]"]), ("both", []), ("ungraded", ["tasks.ids=[alpha]", "grade=none"])):
-        assert runner(*noop, *extra, out=tmp_path / out).returncode == 0
+    assert runner("model=noop", "scaffold=mini_swe", f"tasks.selector={study_tasks}",
+                  out=tmp_path / "both").returncode == 0
+    # The other two are that run as its config says otherwise (a run directory is ours to write).
+    (both,) = (tmp_path / "both" / "runs").iterdir()
+    for out, change in (("one", {"tasks": {"ids": ["alpha"]}}), ("ungraded", {"grade": "none"})):
+        copy = tmp_path / out / "runs" / both.name
+        shutil.copytree(both, copy)
+        conf = yaml.safe_load((copy / "config.yaml").read_text())
+        for key, value in change.items():
+            conf[key] = {**conf[key], **value} if isinstance(value, dict) else value
+        (copy / "config.yaml").write_text(yaml.safe_dump(conf))
     ungraded = aggregate_cli(str(tmp_path / "ungraded"))
     assert ungraded.returncode == 2 and "has ungraded rollouts: grade it first" in ungraded.stderr
     mixed = aggregate_cli(str(tmp_path / "both"), str(tmp_path / "one"))
