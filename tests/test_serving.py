@@ -60,9 +60,10 @@ def test_a_seed_gives_the_same_requests_and_held_out_seeds_never_the_agents() ->
     assert [r.at_s for r in a] == sorted(r.at_s for r in a) and a[0].at_s == 0.0
     other = generate(shape, 8)
     assert not {r.prompt for r in a} & {r.prompt for r in other}  # a held-out seed's prompts were never seen
-    seeds = held_out_seeds(7, 5)
-    assert len(set(seeds)) == 5 and 7 not in seeds and seeds == held_out_seeds(7, 5)
-    assert held_out_seeds(8, 5) != seeds
+    seeds = held_out_seeds(7, 5, secret=99)
+    assert len(set(seeds)) == 5 and 7 not in seeds and seeds == held_out_seeds(7, 5, secret=99)
+    assert held_out_seeds(7, 5, secret=100) != seeds
+    assert held_out_seeds(7, 5) != held_out_seeds(7, 5)  # a fresh secret each time: nothing to compute ahead
     # Poisson arrivals at 20/s: over many requests the mean gap is 1/20 s
     many = generate(Workload(requests=4000, arrival="poisson", rate=20.0), 3)
     assert many[-1].at_s / (len(many) - 1) == pytest.approx(0.05, rel=0.05)

@@ -13,6 +13,7 @@ A launch (one state, one round):
 """
 from __future__ import annotations
 
+import secrets
 import shlex
 import threading
 import time
@@ -187,7 +188,8 @@ def serve_rounds(task_id: str, service: Service, base: CodeState, commit: CodeSt
     """Every state's server launched once per round on that round's held-out seed, states in an order that
     rotates each round; the first round also asks the quality prompts one at a time and the agent's own seed.
     A base or expert server that fails ends the session (Stop); a patch's fails that patch."""
-    seeds = held_out_seeds(service.visible_seed, rounds + 1)
+    secret = secrets.randbits(63)  # this session's: its seeds cannot be known before it
+    seeds = held_out_seeds(service.visible_seed, rounds + 1, secret)
     quality_seed, seeds = seeds[-1], seeds[:-1]
     states = [base, commit, *patches]
     out = ServedRounds(seeds, {s.name: {m: [] for m in service.reported} for s in states},

@@ -1,9 +1,9 @@
 """The seeded request set a service task is measured with.
 
 A task declares the shape of its workload (how many requests, their prompt and output lengths, how they
-arrive); a seed turns that shape into concrete requests. The agent's sandbox gets the generator and one
-visible seed to develop against; grading draws its requests from seeds the agent never saw, so a server
-that recognises the benchmark's prompts gains nothing. Everything comes from `random.Random(seed)`, so a
+arrive); a seed turns that shape into concrete requests. The agent develops against one visible seed;
+grading draws its requests from seeds drawn afresh for each grading session, which the agent cannot know,
+so a server that has the benchmark's prompts answered in advance gains nothing. Everything comes from `random.Random(seed)`, so a
 seed gives the same requests on every machine and Python version.
 
 Arrival profiles, as serving benchmarks use them:
@@ -15,6 +15,7 @@ Arrival profiles, as serving benchmarks use them:
 from __future__ import annotations
 
 import random
+import secrets
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -117,10 +118,12 @@ def generate(workload: Workload, seed: int, count: int | None = None) -> list[Re
     return requests
 
 
-def held_out_seeds(visible: int, rounds: int) -> list[int]:
-    """The grading seeds: one per round, none equal to the agent's `visible` seed (a task's seeds are fixed by
-    its own visible seed, so every state and every rerun of a round gets the same requests)."""
-    rng = random.Random(f"optrunner-held-out-{visible}")
+def held_out_seeds(visible: int, rounds: int, secret: int | None = None) -> list[int]:
+    """The grading seeds: one per round, none equal to the agent's `visible` seed. They come from `secret`, a
+    number the grader draws for each session (and records with the seeds), so no one can compute them from
+    the task: an agent that could would know the graded prompts in advance. The same `secret` gives the same
+    seeds (a session's states share them; a regrade can repeat them)."""
+    rng = random.Random(secrets.randbits(64) if secret is None else secret)
     seeds: list[int] = []
     while len(seeds) < rounds:
         seed = rng.randrange(1, 2**31)
