@@ -34,7 +34,7 @@ def modules() -> dict[str, Path]:
     out = {}
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
-            if {"suite", "suite_gpu"} & set(path.relative_to(ROOT).parts):
+            if {"suite", "suite_gpu", "suite_serve"} & set(path.relative_to(ROOT).parts):
                 continue
             parts = list(path.relative_to(ROOT).with_suffix("").parts)
             if parts[-1] == "__init__":

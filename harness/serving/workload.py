@@ -3,8 +3,8 @@
 A task declares the shape of its workload (how many requests, their prompt and output lengths, how they
 arrive); a seed turns that shape into concrete requests. The agent develops against one visible seed;
 grading draws its requests from seeds drawn afresh for each grading session, which the agent cannot know,
-so a server that has the benchmark's prompts answered in advance gains nothing. Everything comes from `random.Random(seed)`, so a
-seed gives the same requests on every machine and Python version.
+so a server that has the benchmark's prompts answered in advance gains nothing. Everything comes from
+`random.Random(seed)`, so a seed gives the same requests on every machine and Python version.
 
 Arrival profiles, as serving benchmarks use them:
 - `burst`: every request sent at once (vLLM's `--request-rate inf`);

@@ -24,6 +24,7 @@ from harness.tasks.task import DEFAULT_TEST_TIMEOUT, Task, TaskError, refuse_lin
 
 SUITE_DIR = Path(__file__).resolve().parent.parent / "suite"
 GPU_SUITE_DIR = SUITE_DIR.with_name("suite_gpu")  # tasks=gpu: the GPU task family (gpus: 1 each)
+SERVE_SUITE_DIR = SUITE_DIR.with_name("suite_serve")  # tasks=serve: service tasks (harness.serving)
 LANGUAGES = {"python", "c", "cpp", "cython", "rust"}
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
@@ -175,7 +176,7 @@ def on_this_machine(tasks: list[Task], asked_by_name: bool = False) -> list[Task
 
 
 def select_tasks(selector: str = "suite", suite_dir: Path = SUITE_DIR) -> list[Task]:
-    """`suite`, `smoke`, `gpu`, a comma-separated list of suite ids, or a path to a folder of tasks."""
+    """`suite`, `smoke`, `gpu`, `serve`, a comma-separated list of suite ids, or a path to a folder of tasks."""
     selector = selector.strip()
     looks_like_path = selector.startswith((".", "~", "/")) or "/" in selector
     if looks_like_path or (selector not in ("suite", "smoke") and "," not in selector
@@ -186,6 +187,8 @@ def select_tasks(selector: str = "suite", suite_dir: Path = SUITE_DIR) -> list[T
         return load_dir(as_path)
     if selector == "gpu":  # the GPU task family: skipped, each in one line, where there is no GPU
         return load_dir(GPU_SUITE_DIR)
+    if selector == "serve":  # the service family
+        return load_dir(SERVE_SUITE_DIR)
     suite = load_dir_all(suite_dir)
     if selector == "suite":
         return on_this_machine(suite)
@@ -196,7 +199,7 @@ def select_tasks(selector: str = "suite", suite_dir: Path = SUITE_DIR) -> list[T
     unknown = [w for w in wanted if w not in by_id]
     if unknown or not wanted:
         raise TaskError(f"--tasks: unknown task id '{unknown[0] if unknown else selector}' "
-                        f"(known: suite, smoke, {', '.join(sorted(by_id))}, or a path to a task folder)")
+                        f"(known: suite, smoke, gpu, serve, {', '.join(sorted(by_id))}, or a path to a task folder)")
     return on_this_machine([by_id[w] for w in wanted], asked_by_name=True)  # (named: refused, not skipped)
 
 

@@ -1,0 +1,78 @@
+"""The service family (`tasks=serve`, harness/suite_serve) end to end: the oracle through the runner reaches
+the expert and the no-op nothing; graded directly, each task's weaker patch is opt_base only, and servers
+that answer short or answer something else are not credited however fast they are."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.grader.config import GradeConfig
+from harness.grader.grade import grade_patches
+from harness.tasks.folder import select_tasks
+from harness.tasks.task import Task
+from tests.docker_support import task_image
+from tests.test_fence import rewrite
+from tests.test_runner import results, runner, uncertain_ties, verdicts
+
+pytestmark = pytest.mark.docker
+FAMILY = Path(__file__).resolve().parents[1] / "harness" / "suite_serve"
+# Hack patches: (task, what the base's module says, what the hack says instead, why it must not be credited)
+HACKS = {
+    "tokstream": [("half", "    for _ in range(max_tokens):\n", "    for _ in range(max_tokens // 2):\n",
+                   "shorter than asked"),
+                  ("canned", "        word, previous = pick(successors(word), word, previous), word\n",
+                   "        word, previous = previous, word\n", "quality gate")],
+    "kvsearch": [("fewer", "doc_id))[:k]\n", "doc_id))[:k // 2]\n", "shorter than asked"),
+                 ("unranked", "    index = build_index(DOCS)\n",
+                  "    return [f\"d{i}\" for i in range(k)]\n    index = build_index(DOCS)\n", "quality gate")],
+}
+
+
+def family() -> dict[str, Task]:
+    return {t.id: t for t in select_tasks("serve")}
+
+
+def hack(task: Task, old: str, new: str) -> str:
+    module = f"{task.repo}/__init__.py"
+    source = (FAMILY / task.id / "repo" / module).read_text()
+    assert old in source, (task.id, old)
+    return rewrite(module, source, source.replace(old, new))
+
+
+@pytest.mark.long("two graded runs of the family (oracle, no-op) through the runner: ~40 s")
+def test_the_oracle_reaches_the_expert_on_every_service_task_and_the_noop_nothing(tmp_path: Path) -> None:
+    done = runner("-m", "model=oracle,noop", "scaffold=mini_swe", "tasks=serve", "rollouts=1",
+                  "grading.rounds=2", "sweep_name=family", out=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    runs = {yaml.safe_load((p.parent / "config.yaml").read_text())["model"]["id"]: p.parent
+            for p in (tmp_path / "sweeps" / "family").rglob("results.jsonl")}
+    oracle = results(runs["oracle"])
+    assert sorted(r["instance_id"] for r in oracle) == ["kvsearch", "tokstream"]
+    unsure = uncertain_ties(oracle)
+    for record in oracle:
+        grading = record["grading"]
+        assert grading["status"] == "passed" and grading["opt_base"], verdicts(runs["oracle"])
+        assert grading["opt_commit"] or record in unsure, verdicts(runs["oracle"])
+        report = json.loads((runs["oracle"] / "grading" / record["instance_id"] / "0.json").read_text())
+        assert report["serving"]["primary"] == family()[record["instance_id"]].service.primary  # type: ignore[union-attr]
+        assert len(report["serving"]["seeds"]) == 2 and report["serving"]["quality_differs"] == 0.0
+    summary = json.loads((runs["oracle"] / "report.json").read_text())["summary"]
+    assert unsure or summary["opt_at_k"]["1"] == 1.0, verdicts(runs["oracle"])
+    noop = json.loads((runs["noop"] / "report.json").read_text())["summary"]
+    assert noop["opt_at_k"]["1"] == 0.0 and noop["statuses"] == {"empty_patch": 2}
+
+
+@pytest.mark.parametrize("task_id", ["tokstream", "kvsearch"])
+def test_weaker_is_opt_base_only_and_the_hacks_are_not_credited(task_id: str) -> None:
+    task = family()[task_id]
+    weaker = (FAMILY / task_id / "weaker.patch").read_text()
+    hacks = HACKS[task_id]
+    patches = [weaker, *(hack(task, old, new) for _, old, new, _ in hacks)]
+    reports = grade_patches(task, patches, task_image(task), GradeConfig(rounds=2, bootstrap=200))
+    first = reports[0]
+    assert first["status"] == "passed" and first["opt_base"] and not first["opt_commit"], first
+    for (name, _, _, why), report in zip(hacks, reports[1:]):
+        assert report["status"] == "test_failed" and why in report["reason"], (name, report["reason"])
