@@ -17,7 +17,7 @@ import secrets
 import shlex
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -31,7 +31,7 @@ from harness.sandbox.interface import Connectable, ExecResult, SandboxError, har
 from harness.serving.client import Endpoint, run_sync
 from harness.serving.metrics import RequestRecord, as_cost, summarize
 from harness.serving.spec import Service
-from harness.serving.workload import Request, generate, held_out_seeds
+from harness.serving.workload import Request, Workload, generate, held_out_seeds
 
 STOP_GRACE_S = 2.0  # between TERM and KILL
 TAIL = 2000  # characters of a server's output kept when it fails
@@ -42,6 +42,7 @@ class Launch:
     """What one launch measured."""
     ready_s: float
     records: list[RequestRecord] = field(default_factory=list)
+    after: list[list[RequestRecord]] = field(default_factory=list)  # the records of launch()'s `after`
     output: str = ""  # the server's own output (its tail)
 
 
@@ -72,15 +73,19 @@ def _start_command(state: CodeState, service: Service, lifetime_s: float) -> str
     return wrap(state.fence, command)
 
 
-def launch(state: CodeState, service: Service, requests: list[Request], warmup: list[Request]) -> Launch:
-    """Start `state`'s server, send `warmup` then `requests`, stop it. StepFailed when the server does not come
-    up, exits early or leaves its port taken; SandboxError when the sandbox cannot be reached from here."""
+def launch(state: CodeState, service: Service, requests: list[Request], warmup: list[Request],
+           after: Sequence[tuple[Workload, list[Request]]] = ()) -> Launch:
+    """Start `state`'s server, send `warmup` then `requests` (the measured workload), then each of `after` (a
+    workload and its requests: records of their own, in `Launch.after`), and stop it. StepFailed when the
+    server does not come up, exits early or leaves its port taken; SandboxError when the sandbox cannot be
+    reached from here."""
     box = state.sandbox
     if not isinstance(box, Connectable):
         raise SandboxError("this sandbox provider cannot reach a server inside its sandboxes (no Connectable)")
     if state.fence is None:  # stopping the server is stopping the fenced user's processes
         raise ValueError("a service task's servers run fenced: grade it with grading.fresh_state=true")
-    budget = service.ready_timeout_s + service.request_timeout_s * (len(requests) + len(warmup)) + 60
+    sent = len(requests) + len(warmup) + sum(len(more) for _, more in after)
+    budget = service.ready_timeout_s + service.request_timeout_s * sent + 60
     ran: dict[str, ExecResult | BaseException] = {}
 
     def serve() -> None:
@@ -103,6 +108,7 @@ def launch(state: CodeState, service: Service, requests: list[Request], warmup: 
         result = Launch(round(time.monotonic() - started, 3))
         endpoint = Endpoint(box.connection_socket, service.port, path=service.endpoint, model=service.model)
         result.records = run_sync(endpoint, requests, service.workload, service.request_timeout_s, warmup)
+        result.after = [run_sync(endpoint, more, workload, service.request_timeout_s) for workload, more in after]
     finally:
         _stop(state, server)
     result.output = _output(ran.get("done", ""))
@@ -202,7 +208,11 @@ def serve_rounds(task_id: str, service: Service, base: CodeState, commit: CodeSt
     def measure(state: CodeState, seed: int, first: bool) -> None:
         workload = service.workload
         warmup = generate(workload, seed + 1, count=workload.warmup)  # (never the agent's seed either)
-        done = launch(state, service, generate(workload, seed), warmup)
+        # After the measured workload, in the first round: the quality prompts one at a time, and the
+        # agent's own seed (the visible-vs-held-out gap); neither touches what the round measured.
+        extra = [(replace(workload, arrival="burst", concurrency=1), quality_requests),
+                 (workload, generate(workload, service.visible_seed))] if first else []
+        done = launch(state, service, generate(workload, seed), warmup, extra)
         summary = summarize(done.records)
         failed = [r for r in done.records if not r.ok]
         if failed:
@@ -214,12 +224,10 @@ def serve_rounds(task_id: str, service: Service, base: CodeState, commit: CodeSt
             out.values[state.name][metric].append(summary.values[metric])
         out.runs[state.name].append({"seed": seed, "ready_s": done.ready_s, "completed": summary.completed,
                                      "short": summary.short, "duration_s": round(summary.duration_s, 4)})
-        if first:  # the quality prompts, one at a time, and the agent's seed (the visible-vs-held-out gap)
-            sequential = replace(workload, arrival="burst", concurrency=1)
-            asked = launch(state, replace(service, workload=sequential), quality_requests, [])
-            answers[state.name] = [r.text for r in asked.records]
-            mine = launch(state, service, generate(workload, service.visible_seed), warmup)
-            own = summarize(mine.records).values.get(service.primary)
+        if first:
+            asked, mine = done.after
+            answers[state.name] = [r.text for r in asked]
+            own = summarize(mine).values.get(service.primary)
             if own is not None:
                 out.visible[state.name] = own
 
