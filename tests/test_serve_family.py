@@ -4,6 +4,7 @@ patch is opt_base only, the report's serving block holds what it promises (docs/
 answer short or answer something else are not credited however fast they are."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -70,6 +71,10 @@ def test_the_oracle_reaches_the_expert_on_every_service_task_and_the_noop_nothin
 def test_each_task_credits_its_expert_and_weaker_patch_as_they_deserve_and_no_hack(task_id: str) -> None:
     task = family()[task_id]
     assert task.service is not None
+    # Fewer requests per launch than the task asks (CI's time): the verdicts' margins are per request, and the
+    # stability the full workload buys is tests.bench.serving's to show.
+    service = dataclasses.replace(task.service, workload=dataclasses.replace(task.service.workload, requests=64))
+    task = dataclasses.replace(task, service=service)
     weaker = (FAMILY / task_id / "weaker.patch").read_text()
     hacks = HACKS[task_id]
     patches = [task.expert_patch, weaker, *(hack(task, old, new) for _, old, new, _ in hacks)]

@@ -210,8 +210,9 @@ def serve_rounds(task_id: str, service: Service, base: CodeState, commit: CodeSt
         warmup = generate(workload, seed + 1, count=workload.warmup)  # (never the agent's seed either)
         # After the measured workload, in the first round: the quality prompts one at a time, and the
         # agent's own seed (the visible-vs-held-out gap); neither touches what the round measured.
-        extra = [(replace(workload, arrival="burst", concurrency=1), quality_requests),
-                 (workload, generate(workload, service.visible_seed))] if first else []
+        extra = [(replace(workload, arrival="burst", concurrency=1), quality_requests)] if first else []
+        if first and state is not base and state is not commit:  # (the gap is reported for patches)
+            extra.append((workload, generate(workload, service.visible_seed)))
         done = launch(state, service, generate(workload, seed), warmup, extra)
         summary = summarize(done.records)
         failed = [r for r in done.records if not r.ok]
@@ -225,9 +226,9 @@ def serve_rounds(task_id: str, service: Service, base: CodeState, commit: CodeSt
         out.runs[state.name].append({"seed": seed, "ready_s": done.ready_s, "completed": summary.completed,
                                      "short": summary.short, "duration_s": round(summary.duration_s, 4)})
         if first:
-            asked, mine = done.after
+            asked, *mine = done.after
             answers[state.name] = [r.text for r in asked]
-            own = summarize(mine).values.get(service.primary)
+            own = summarize(mine[0]).values.get(service.primary) if mine else None
             if own is not None:
                 out.visible[state.name] = own
 

@@ -14,7 +14,7 @@ sable thistle upland vista wren yucca zinnia anchor beacon canyon drift echo fal
 island jetty knoll lagoon mesa north orbit pine quiet reef shore tide union valley wave yonder
 zenith arbor bloom crest dawn
 """.split())
-DOCUMENTS = 8_000
+DOCUMENTS = 4_000
 WORDS_PER_DOCUMENT = 10
 
 

@@ -15,7 +15,7 @@ island jetty knoll lagoon mesa north orbit pine quiet reef shore tide union vall
 zenith arbor bloom crest dawn
 """.split())
 START = "alpha"
-CORPUS_TOKENS = 100_000
+CORPUS_TOKENS = 40_000
 
 
 def build_corpus():
