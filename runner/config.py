@@ -85,6 +85,7 @@ class TasksConf:
     memory: str | None = None  # gso: memory per container; null: GSO's rule per repository
     path: str = ""  # harbor: a folder of Harbor task directories, or one (the selector)
     base_map: dict[str, str] = field(default_factory=dict)  # harbor: Dockerfile FROM image -> local image
+    models_dir: str | None = None  # isobench: the folder holding model weights, <models_dir>/<org>/<model>
 
 
 @dataclass

@@ -28,7 +28,7 @@ def select(conf: RunConf) -> list[Task]:
         t = conf.tasks
         tasks = select_tasks(t.selector, t.source, split=t.split, hints=t.hints, repo_mirror=t.repo_mirror,
                              image=t.image, network=t.network, test_timeout=t.test_timeout,
-                             runs_per_test=t.runs_per_test, cpus=t.cpus, memory=t.memory)
+                             runs_per_test=t.runs_per_test, cpus=t.cpus, memory=t.memory, models_dir=t.models_dir)
     except TaskError as err:
         raise ConfigError(str(err).replace("--tasks", "tasks.selector=")) from None
     if conf.tasks.ids:

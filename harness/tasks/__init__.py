@@ -2,7 +2,8 @@
 
 `suite` (folder.py) reads the folder format: the bundled suite (`suite`, `smoke`, task ids) or a path to
 a folder of task folders. `gso` (gso.py) reads GSO's rows, `harbor` (harbor.py) Harbor task directories
-(AutoLab, Terminal-Bench). Sources are imported on first use.
+(AutoLab, Terminal-Bench), `isobench` (isobench.py) ISO-Bench's rows as service tasks. Sources are
+imported on first use.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any, Protocol
 from harness.tasks.task import Task, TaskError
 
 SOURCES = {"suite": "harness.tasks.folder:FolderSource", "gso": "harness.tasks.gso:GsoSource",
-           "harbor": "harness.tasks.harbor:HarborSource"}
+           "harbor": "harness.tasks.harbor:HarborSource", "isobench": "harness.tasks.isobench:IsoBenchSource"}
 
 
 class TaskSource(Protocol):
