@@ -28,6 +28,7 @@ from harness.models.model import Model
 from harness.models.redaction import redact
 from harness.models.records import Usage
 from harness.models.scripted import Script, is_scripted
+from harness.serving.kit import kit_files
 from harness.sandbox.interface import (NoPatch, PatchTooLarge, Sandbox, SandboxError, SandboxKilledFromInside,
                                        close_quietly, pin_if_possible)
 from harness.sandbox.providers import SandboxProvider, WaitsReady
@@ -236,6 +237,8 @@ class RolloutRunner:
         try:
             if self.cpuset:
                 pin_if_possible(sandbox, self.cpuset)
+            if task.service is not None:  # the grader's load generator, for the agent's visible seed
+                sandbox.write_files(kit_files(task.service))
             produced: dict[str, Any] = {}
 
             more = self._checkpointing(task, live, scaffold, sandbox, limits, resume, job.image)

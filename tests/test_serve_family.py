@@ -98,3 +98,27 @@ def test_each_task_credits_its_expert_and_weaker_patch_as_they_deserve_and_no_ha
         assert lo <= hi and hi > 1, (name, metric)
     for (name, _, _, why), report in zip(hacks, reports[2:]):
         assert report["status"] == "test_failed" and why in report["reason"], (name, report["reason"])
+
+
+def test_the_agents_copy_of_the_load_generator_measures_its_server_on_the_visible_seed() -> None:
+    from harness.sandbox.docker.sandbox import DockerSandbox
+    from harness.serving.kit import KIT_DIR, kit_files
+    from tests.docker_support import client
+
+    task = family()["tokstream"]
+    assert task.service is not None
+    box = DockerSandbox.start(task_image(task), client=client())
+    try:
+        box.write_files(kit_files(task.service))
+        box.exec(f"(setsid python3 server.py {task.service.port} > /tmp/server.log 2>&1 &)", timeout=30)
+        done = box.exec(f"for i in $(seq 100); do python3 -c 'import socket; socket.create_connection("
+                        f"(\"127.0.0.1\", {task.service.port}))' 2>/dev/null && break; sleep 0.1; done; "
+                        f"python3 {KIT_DIR}/bench.py --requests 12", timeout=120)
+    finally:
+        box.close()
+    assert done.exit_code == 0, done.output
+    lines = done.output.splitlines()
+    assert f"seed {task.service.visible_seed}: 12 completed, 0 failed, 0 short" in lines, done.output
+    assert any(line.startswith("output_throughput ") and line.endswith("(primary)") for line in lines), done.output
+    # a copy that needs nothing of this project: no import of harness
+    assert not any(b"import harness" in data or b"from harness" in data for data in kit_files(task.service).values())

