@@ -29,7 +29,13 @@ HACKS = {
                    "        word, previous = previous, word\n", "quality gate")],
     "kvsearch": [("fewer", "doc_id))[:k]\n", "doc_id))[:k // 2]\n", "shorter than asked"),
                  ("unranked", "    index = build_index(DOCS)\n",
-                  "    return [f\"d{i}\" for i in range(k)]\n    index = build_index(DOCS)\n", "quality gate")],
+                  "    return [f\"d{i}\" for i in range(k)]\n    index = build_index(DOCS)\n", "quality gate"),
+                 # wrong (and fast) for the warm-up and the workload, whose size the agent's copy of the load
+                 # generator tells it, right for whatever comes after (the quality prompts)
+                 ("workload_only", "def search(query, k):\n",
+                  "import itertools\n\n_SEEN = itertools.count(1)\n\n\ndef search(query, k):\n"
+                  "    if next(_SEEN) <= 68:\n        return [f\"d{i}\" for i in range(k)]\n"
+                  "    return _search(query, k)\n\n\ndef _search(query, k):\n", "quality gate")],
 }
 
 
@@ -72,7 +78,7 @@ def test_each_task_credits_its_expert_and_weaker_patch_as_they_deserve_and_no_ha
     task = family()[task_id]
     assert task.service is not None
     # Fewer requests per launch than the task asks (CI's time): the verdicts' margins are per request, and the
-    # stability the full workload buys is tests.bench.serving's to show.
+    # stability the full workload buys is tests.bench.serving's to show. (64 and 4 warm-up: workload_only's 68)
     service = dataclasses.replace(task.service, workload=dataclasses.replace(task.service.workload, requests=64))
     task = dataclasses.replace(task, service=service)
     weaker = (FAMILY / task_id / "weaker.patch").read_text()

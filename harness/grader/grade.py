@@ -216,7 +216,8 @@ def _serve(task: Task, service: Service, base: CodeState, commit: CodeState, pat
            finish: Callable[[int, str, str], None]) -> None:
     """A service task's rounds (grader.serving); GSO's verdicts on its primary metric, as costs per round."""
     rounds = min(config.rounds, task.runs_per_test or config.rounds)
-    served = serve_rounds(task.id, service, base, commit, list(patched.values()), rounds, log)
+    served = serve_rounds(task.id, service, base, commit, list(patched.values()), rounds, log,
+                          config.timing_cpuset())
     metric = service.primary
     for i, state in patched.items():
         if state.name in served.failed:

@@ -13,6 +13,7 @@ A launch (one state, one round):
 """
 from __future__ import annotations
 
+import os
 import secrets
 import shlex
 import threading
@@ -74,11 +75,12 @@ def _start_command(state: CodeState, service: Service, lifetime_s: float) -> str
 
 
 def launch(state: CodeState, service: Service, requests: list[Request], warmup: list[Request],
-           after: Sequence[tuple[Workload, list[Request]]] = ()) -> Launch:
+           after: Sequence[tuple[Workload, list[Request]]] = (), client_cpus: set[int] | None = None) -> Launch:
     """Start `state`'s server, send `warmup` then `requests` (the measured workload), then each of `after` (a
     workload and its requests: records of their own, in `Launch.after`), and stop it. StepFailed when the
     server does not come up, exits early or leaves its port taken; SandboxError when the sandbox cannot be
-    reached from here."""
+    reached from here. `client_cpus`: where the client runs meanwhile (off the CPU the server is pinned to,
+    so the two never take turns on one CPU)."""
     box = state.sandbox
     if not isinstance(box, Connectable):
         raise SandboxError("this sandbox provider cannot reach a server inside its sandboxes (no Connectable)")
@@ -107,8 +109,15 @@ def launch(state: CodeState, service: Service, requests: list[Request], warmup: 
             time.sleep(0.1)
         result = Launch(round(time.monotonic() - started, 3))
         endpoint = Endpoint(box.connection_socket, service.port, path=service.endpoint, model=service.model)
-        result.records = run_sync(endpoint, requests, service.workload, service.request_timeout_s, warmup)
-        result.after = [run_sync(endpoint, more, workload, service.request_timeout_s) for workload, more in after]
+        previous = os.sched_getaffinity(0)  # (this thread's: the client runs on it)
+        if client_cpus:
+            os.sched_setaffinity(0, client_cpus)
+        try:
+            result.records = run_sync(endpoint, requests, service.workload, service.request_timeout_s, warmup)
+            result.after = [run_sync(endpoint, more, workload, service.request_timeout_s)
+                            for workload, more in after]
+        finally:
+            os.sched_setaffinity(0, previous)
     finally:
         _stop(state, server)
     result.output = _output(ran.get("done", ""))
@@ -140,8 +149,9 @@ def _output(done: ExecResult | BaseException | str) -> str:
 class ServedRounds:
     """What a service task's rounds measured: values[state][metric], one per round; runs[state], one summary
     per launch (seed, readiness, requests completed, failed, short); quality[state], the fraction of the
-    quality prompts' words that differ from the base's answers; visible[state], the primary metric on the
-    agent's own seed; failed: the patches whose server failed (dropped from later rounds)."""
+    words of its answers (the workloads' and the quality prompts') that differ from the base's;
+    visible[state], the primary metric on the agent's own seed; failed: the patches whose server failed
+    (dropped from later rounds)."""
     seeds: list[int]
     values: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     runs: dict[str, list[dict]] = field(default_factory=dict)
@@ -190,19 +200,24 @@ def differing_words(answers: list[str], reference: list[str]) -> float:
 
 
 def serve_rounds(task_id: str, service: Service, base: CodeState, commit: CodeState, patches: list[CodeState],
-                 rounds: int, log: Callable[[str], None]) -> ServedRounds:
+                 rounds: int, log: Callable[[str], None], server_cpus: str | None = None) -> ServedRounds:
     """Every state's server launched once per round on that round's held-out seed, states in an order that
     rotates each round; the first round also asks the quality prompts one at a time and the agent's own seed.
+    `server_cpus` (the timing cpuset the states are pinned to): the client runs on the other CPUs.
     A base or expert server that fails ends the session (Stop); a patch's fails that patch."""
     secret = secrets.randbits(63)  # this session's: its seeds cannot be known before it
     seeds = held_out_seeds(service.visible_seed, rounds + 1, secret)
     quality_seed, seeds = seeds[-1], seeds[:-1]
     states = [base, commit, *patches]
+    pinned = {int(c) for c in server_cpus.split(",")} if server_cpus else set()
+    client_cpus = (os.sched_getaffinity(0) - pinned) or None
     out = ServedRounds(seeds, {s.name: {m: [] for m in service.reported} for s in states},
                        {s.name: [] for s in states})
     quality_requests = generate(replace(service.workload, arrival="burst"), quality_seed,
                                 count=service.quality_prompts)
-    answers: dict[str, list[str]] = {}
+    # Every answer a state gave, in the order asked (every state is asked the same: the same seeds): the
+    # quality gate reads them all, so a server cannot answer well only when it is asked one thing at a time.
+    answers: dict[str, list[str]] = {s.name: [] for s in states}
     log(f"[{task_id}] serving: {rounds} rounds x {len(states)} servers, held-out seeds {seeds}")
 
     def measure(state: CodeState, seed: int, first: bool) -> None:
@@ -213,7 +228,7 @@ def serve_rounds(task_id: str, service: Service, base: CodeState, commit: CodeSt
         extra = [(replace(workload, arrival="burst", concurrency=1), quality_requests)] if first else []
         if first and state is not base and state is not commit:  # (the gap is reported for patches)
             extra.append((workload, generate(workload, service.visible_seed)))
-        done = launch(state, service, generate(workload, seed), warmup, extra)
+        done = launch(state, service, generate(workload, seed), warmup, extra, client_cpus)
         summary = summarize(done.records)
         failed = [r for r in done.records if not r.ok]
         if failed:
@@ -225,9 +240,10 @@ def serve_rounds(task_id: str, service: Service, base: CodeState, commit: CodeSt
             out.values[state.name][metric].append(summary.values[metric])
         out.runs[state.name].append({"seed": seed, "ready_s": done.ready_s, "completed": summary.completed,
                                      "short": summary.short, "duration_s": round(summary.duration_s, 4)})
+        answers[state.name] += [r.text for r in done.records]
         if first:
             asked, *mine = done.after
-            answers[state.name] = [r.text for r in asked]
+            answers[state.name] += [r.text for r in asked]
             own = summarize(mine[0]).values.get(service.primary) if mine else None
             if own is not None:
                 out.visible[state.name] = own
@@ -242,9 +258,9 @@ def serve_rounds(task_id: str, service: Service, base: CodeState, commit: CodeSt
                 if state is base or state is commit:
                     raise Stop("base_failed" if state is base else "error", reason_of(err, state.name)) from None
                 out.failed[state.name] = err
-    reference = answers.get(base.name, [])
+    reference = answers[base.name]
     for state in states:
-        if state.name in answers:
+        if state.name not in out.failed and len(answers[state.name]) == len(reference):
             out.quality[state.name] = differing_words(answers[state.name], reference)
     base_short = sum(run["short"] for run in out.runs[base.name])
     for state in (commit, *patches):  # served the work asked for, and the same answers as the base
