@@ -59,18 +59,18 @@ def test_the_client_reaches_a_server_in_the_sandbox_and_nothing_else_does(
     box.write_file("/opt/serving_support.py", SERVER.read_text())
     box.exec(f"(setsid python3 /opt/serving_support.py {PORT} 0.05 > /tmp/server.log 2>&1 &)", timeout=30)
     deadline = time.monotonic() + 30
-    while not connects(box.connection_socket, PORT):
+    while not connects(lambda: box.connection_sockets()[0], PORT):
         assert time.monotonic() < deadline, box.exec("cat /tmp/server.log").output
         time.sleep(0.2)
     shape = Workload(requests=4, output_tokens=(3, 3), concurrency=2)
     requests = generate(shape, 5)
-    records = run_sync(Endpoint(box.connection_socket, PORT), requests, shape)
+    records = run_sync(Endpoint(box.connection_sockets(len(requests)).pop, PORT), requests, shape)
     assert [r.text for r in records] == ["".join(answer(q.prompt, 3)) for q in requests], records
     metrics = summarize(records)
     assert metrics.completed == 4 and metrics.values["ttft_p50"] >= 0.05
     # not from the host's loopback, not from another sandbox's namespace
     assert not connects(lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM), PORT)
-    assert not connects(other.connection_socket, PORT)
+    assert not connects(lambda: other.connection_sockets()[0], PORT)
 
 
 def test_a_closed_sandbox_gives_no_socket_and_says_so(boxes: tuple[Sandbox, Sandbox]) -> None:
@@ -78,4 +78,4 @@ def test_a_closed_sandbox_gives_no_socket_and_says_so(boxes: tuple[Sandbox, Sand
     assert isinstance(box, Connectable)
     box.close()
     with pytest.raises(SandboxError, match="cannot open a connection inside the"):
-        box.connection_socket()
+        box.connection_sockets()

@@ -49,7 +49,7 @@ class Launch:
 
 def _probe(box: Connectable, service: Service) -> bool:
     """Whether the server answers: a 200 to GET of the ready path, or a TCP connection for `tcp`."""
-    sock = box.connection_socket()
+    (sock,) = box.connection_sockets(1)
     try:
         sock.settimeout(2.0)
         sock.connect(("127.0.0.1", service.port))
@@ -108,14 +108,12 @@ def launch(state: CodeState, service: Service, requests: list[Request], warmup: 
                 raise StepFailed("the server", f"not ready within {service.ready_timeout_s:g} s")
             time.sleep(0.1)
         result = Launch(round(time.monotonic() - started, 3))
-        endpoint = Endpoint(box.connection_socket, service.port, path=service.endpoint, model=service.model)
         previous = os.sched_getaffinity(0)  # (this thread's: the client runs on it)
         if client_cpus:
             os.sched_setaffinity(0, client_cpus)
         try:
-            result.records = run_sync(endpoint, requests, service.workload, service.request_timeout_s, warmup)
-            result.after = [run_sync(endpoint, more, workload, service.request_timeout_s)
-                            for workload, more in after]
+            result.records = _phase(box, service, service.workload, requests, warmup)
+            result.after = [_phase(box, service, workload, more, []) for workload, more in after]
         finally:
             os.sched_setaffinity(0, previous)
     finally:
@@ -124,6 +122,19 @@ def launch(state: CodeState, service: Service, requests: list[Request], warmup: 
     if _probe(box, service):
         raise StepFailed("the server", "its port still answers after every process of the run was stopped")
     return result
+
+
+def _phase(box: Connectable, service: Service, workload: Workload, requests: list[Request],
+           warmup: list[Request]) -> list[RequestRecord]:
+    """One workload sent by the client, over sockets made in the sandbox's namespace beforehand (making one
+    is a visit to the namespace, and a Docker container's pid a call to its engine: not on the clock)."""
+    pool = box.connection_sockets(len(requests) + len(warmup))
+    endpoint = Endpoint(pool.pop, service.port, path=service.endpoint, model=service.model)
+    try:
+        return run_sync(endpoint, requests, workload, service.request_timeout_s, warmup)
+    finally:
+        for sock in pool:  # (none is left unless a request never started)
+            sock.close()
 
 
 def _stop(state: CodeState, server: threading.Thread) -> None:

@@ -256,10 +256,11 @@ class Listenable(Protocol):
 class Connectable(Protocol):
     """A capability some sandboxes have: this process reaching a server that listens inside the sandbox."""
 
-    def connection_socket(self) -> socket.socket:
-        """A fresh, unconnected TCP socket in the sandbox's network namespace: connected to 127.0.0.1:PORT, it
-        reaches what listens on the sandbox's own loopback (a service task's server, for the grader's
-        client), and nothing else. SandboxError where the provider cannot (not root, a remote engine)."""
+    def connection_sockets(self, count: int = 1) -> list[socket.socket]:
+        """`count` fresh, unconnected TCP sockets in the sandbox's network namespace: connected to
+        127.0.0.1:PORT, each reaches what listens on the sandbox's own loopback (a service task's server,
+        for the grader's client), and nothing else. SandboxError where the provider cannot (not root, a
+        remote engine)."""
         ...
 
 

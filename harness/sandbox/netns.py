@@ -18,10 +18,12 @@ import os
 import socket
 import threading
 from collections.abc import Callable
+from typing import TypeVar
 
 from harness.sandbox.interface import SandboxError
 
 CLONE_NEWNET = 0x40000000
+T = TypeVar("T")
 BACKLOG = 64
 
 
@@ -53,16 +55,28 @@ def listen_in(pid: int, port: int) -> socket.socket:
     return _made_in(pid, make, f"open port {port}")
 
 
-def socket_in(pid: int) -> socket.socket:
-    """A fresh, unconnected TCP socket in the network namespace of host process `pid`: connected to
-    127.0.0.1:PORT it reaches a server listening inside the sandbox (the serving client's way in), and
-    nothing outside it. SandboxError when the namespace cannot be joined."""
-    return _made_in(pid, lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM), "open a connection")
+def sockets_in(pid: int, count: int = 1) -> list[socket.socket]:
+    """`count` fresh, unconnected TCP sockets in the network namespace of host process `pid`: connected to
+    127.0.0.1:PORT each reaches a server listening inside the sandbox (the serving client's way in), and
+    nothing outside it. Made in one visit, so a client can have them all before its clock starts.
+    SandboxError when the namespace cannot be joined."""
+    def make() -> list[socket.socket]:
+        made: list[socket.socket] = []
+        try:
+            for _ in range(count):
+                made.append(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+        except BaseException:
+            for sock in made:
+                sock.close()
+            raise
+        return made
+
+    return _made_in(pid, make, "open a connection")
 
 
-def _made_in(pid: int, make: Callable[[], socket.socket], what: str) -> socket.socket:
-    """`make()` run in the network namespace of process `pid`: the socket it returns stays bound there."""
-    result: list[socket.socket | BaseException] = []
+def _made_in(pid: int, make: Callable[[], T], what: str) -> T:
+    """`make()` run in the network namespace of process `pid`: the sockets it makes stay bound there."""
+    result: list[T | BaseException] = []
 
     def inside() -> None:
         # A thread of its own: setns changes the calling thread only, and this one ends right after, so no
@@ -81,7 +95,7 @@ def _made_in(pid: int, make: Callable[[], socket.socket], what: str) -> socket.s
     thread.start()
     thread.join()
     got = result[0] if result else SandboxError("the namespace's thread ended without a result")
-    if isinstance(got, socket.socket):
+    if not isinstance(got, BaseException):
         return got
     if isinstance(got, PermissionError):
         raise SandboxError(f"cannot {what} inside the sandbox: joining its network namespace needs root "

@@ -16,6 +16,6 @@ class Ports:
         """127.0.0.1:`port` in the container's network namespace, served by this process (`Listenable`)."""
         return netns.listen_in(self._main_pid(f"open port {port}"), port)
 
-    def connection_socket(self) -> socket.socket:
-        """A socket in the container's network namespace, to reach a server listening in it (`Connectable`)."""
-        return netns.socket_in(self._main_pid("open a connection"))
+    def connection_sockets(self, count: int = 1) -> list[socket.socket]:
+        """Sockets in the container's network namespace, to reach a server listening in it (`Connectable`)."""
+        return netns.sockets_in(self._main_pid("open a connection"), count)
