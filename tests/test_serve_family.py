@@ -26,8 +26,8 @@ FAMILY = Path(__file__).resolve().parents[1] / "harness" / "suite_serve"
 HACKS = {
     "tokstream": [("half", "    for _ in range(max_tokens):\n", "    for _ in range(max_tokens // 2):\n",
                    "shorter than asked"),
-                  ("canned", "        word, previous = pick(successors(word), word, previous), word\n",
-                   "        word, previous = previous, word\n", "quality gate")],
+                  ("canned", "        word = pick(successors(context[-1]), context)\n",
+                   "        word = context[-1]\n", "quality gate")],
     "kvsearch": [("fewer", "doc_id))[:k]\n", "doc_id))[:k // 2]\n", "shorter than asked"),
                  ("unranked", "    index = build_index(DOCS)\n",
                   "    return [f\"d{i}\" for i in range(k)]\n    index = build_index(DOCS)\n", "quality gate"),
@@ -109,9 +109,11 @@ def test_each_task_credits_its_expert_and_weaker_patch_as_they_deserve_and_no_ha
     asked = task.service.workload.requests
     assert all(run["completed"] == asked and run["short"] == 0 and run["ready_s"] > 0
                for state in ("base", "patch", "commit") for run in serving["runs"][state])
-    # the base does several times the expert's work per request: every metric says so
+    # the base does several times the expert's work per request: the primary metric says so, and every
+    # metric is better for it
+    assert serving["metrics"][task.service.primary]["speedup"]["patch_base"] > 2, serving["metrics"]
     for name, metric in serving["metrics"].items():
-        assert metric["speedup"]["patch_base"] > 2 and len(metric["rounds"]["base"]) == 2, (name, metric)
+        assert metric["speedup"]["patch_base"] > 1.2 and len(metric["rounds"]["base"]) == 2, (name, metric)
         lo, hi = metric["intervals"]["patch_base"]
         assert lo <= hi and hi > 1, (name, metric)
     for (name, _, _, why), report in zip(hacks, reports[2:]):

@@ -59,5 +59,10 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
+class Server(ThreadingHTTPServer):
+    request_queue_size = 128  # connections waiting to be accepted (the default 5 drops a burst's)
+    daemon_threads = True
+
+
 if __name__ == "__main__":
-    ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+    Server(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()

@@ -15,7 +15,10 @@ island jetty knoll lagoon mesa north orbit pine quiet reef shore tide union vall
 zenith arbor bloom crest dawn
 """.split())
 START = "alpha"
-CORPUS_TOKENS = 40_000
+CORPUS_TOKENS = 80_000
+DIM = 2048  # the words' vectors
+TOP = 8  # the successors a step weighs
+CONTEXT = 3  # the words a step's context vector sums
 
 
 def build_corpus():
@@ -29,6 +32,8 @@ def build_corpus():
 
 
 CORPUS = build_corpus()
+_rng = random.Random(99)
+VECTORS = {w: [_rng.randint(-8, 8) for _ in range(DIM)] for w in WORDS}
 
 
 def successors(word):
@@ -40,20 +45,28 @@ def successors(word):
     return counts
 
 
-def pick(counts, word, previous):
-    """The successor seen most often (ties: alphabetical), avoiding the last two words where it can."""
-    ranked = sorted(counts, key=lambda b: (-counts[b], b))
-    for candidate in ranked:
-        if candidate not in (word, previous):
-            return candidate
-    return ranked[0] if ranked else START
+def pick(counts, context):
+    """The next word: of the TOP successors seen most often (ties: alphabetical), the one scoring best on
+    count * 64 plus its vector's dot product with the context's (the sum of the last words' vectors),
+    avoiding the last two words where it can. Integer arithmetic: every implementation agrees."""
+    ranked = sorted(counts, key=lambda b: (-counts[b], b))[:TOP]
+    fresh = [c for c in ranked if c not in context[-2:]] or ranked
+    if not fresh:
+        return START
+    vectors = [VECTORS[w] for w in context[-CONTEXT:] if w in VECTORS]
+    summed = [sum(column) for column in zip(*vectors)] if vectors else [0] * DIM
+    best, best_score = fresh[0], None
+    for candidate in fresh:
+        score = counts[candidate] * 64 + sum(a * b for a, b in zip(summed, VECTORS[candidate]))
+        if best_score is None or score > best_score:
+            best, best_score = candidate, score
+    return best
 
 
 def generate(prompt, max_tokens):
     """Yield `max_tokens` words continuing `prompt`, one at a time."""
-    words = prompt.split()
-    word = words[-1] if words else START
-    previous = words[-2] if len(words) > 1 else START
+    context = prompt.split() or [START]
     for _ in range(max_tokens):
-        word, previous = pick(successors(word), word, previous), word
+        word = pick(successors(context[-1]), context)
+        context.append(word)
         yield word
