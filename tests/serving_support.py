@@ -24,7 +24,7 @@ def answer(prompt: str, max_tokens: int) -> list[str]:
 class Behaviour:
     first_s: float = 0.0
     gap_s: float = 0.0
-    mode: str = "sse"  # sse | json | sse-sized | short | http500 | hang | flood | garbage | no-blank-end
+    mode: str = "sse"  # sse | json | sse-sized | short | http500 | hang | flood | bigchunk | garbage | no-blank-end
     usage: bool = True
     seen: int = 0  # requests received
 
@@ -75,6 +75,11 @@ def handler_for(behaviour: Behaviour) -> type[BaseHTTPRequestHandler]:
                 return None
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
+            if mode == "bigchunk":  # a chunk said to be a terabyte, sent slowly
+                self.wfile.write(b"%x\r\n" % (1 << 40) + b"data: ")
+                self.wfile.flush()
+                time.sleep(30)
+                return None
             if mode == "flood":
                 block = b"data: " + b"x" * 65536 + b"\n"
                 while True:

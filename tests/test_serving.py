@@ -136,7 +136,8 @@ def test_a_server_that_answers_short_is_counted_short() -> None:
 
 @pytest.mark.parametrize("mode, error", [("http500", "HTTP 500"), ("garbage", "not an HTTP response"),
                                          ("hang", "no complete response within 1 s"),
-                                         ("flood", "the response passed 8 MiB")])
+                                         ("flood", "the response passed 8 MiB"),
+                                         ("bigchunk", "the response passed 8 MiB")])
 def test_a_failing_or_hostile_server_fails_its_requests_and_cannot_hold_the_client(mode: str, error: str) -> None:
     shape = Workload(requests=2, output_tokens=(3, 3))
     started = time.monotonic()

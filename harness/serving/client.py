@@ -100,6 +100,8 @@ async def _body(reader: asyncio.StreamReader, headers: dict[str, str]):
                 raise ResponseError(f"a bad chunk size line {size_line[:40]!r}") from None
             if size == 0:
                 return
+            if total + size > MAX_RESPONSE_BYTES:  # (before reading: readexactly would hold it all)
+                raise ResponseError(f"the response passed {MAX_RESPONSE_BYTES >> 20} MiB")
             yield count(await reader.readexactly(size))
             await reader.readexactly(2)  # the chunk's CRLF
     elif "content-length" in headers:
