@@ -100,6 +100,7 @@ def test_a_run_over_the_hosts_system_needs_no_docker(tmp_path: Path) -> None:
         assert _ours(done.pid) == []  # type: ignore[attr-defined]
 
 
+@pytest.mark.long("a run, then three grading commands over the host's system, each timing: ~55 s")
 @pytest.mark.docker  # (the run to grade is made with Docker; everything after runs with no engine reachable)
 def test_grading_commands_take_rootfs_host(tmp_path: Path) -> None:
     """`--provider bwrap --rootfs host` on every grading command, so a machine without Docker can grade a

@@ -42,6 +42,7 @@ def _messages(trajectory: dict) -> str:
     return CALL_ID.sub("call_id", HOST.sub("@host", json.dumps(trajectory["messages"])))
 
 
+@pytest.mark.long("a rollout killed, resumed from its checkpoint, and a whole run to compare: ~45 s")
 @pytest.mark.docker
 # (codeact's and terminus's runs are make bench's: CI stays under 45 minutes)
 @pytest.mark.parametrize("scaffold", ["mini_swe", pytest.param("codeact", marks=pytest.mark.slow),

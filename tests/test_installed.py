@@ -21,6 +21,7 @@ def _served(record: dict) -> list[dict]:
     return [c for c in record["details"]["gateway_calls"] if c["status"] == 200]
 
 
+@pytest.mark.long("the agent's image is built from its registry packages on an engine that lacks it: up to ~200 s")
 @pytest.mark.docker
 def test_upstream_mini_swe_agent_solves_a_task_through_the_gateway(tmp_path: Path) -> None:
     done = runner(*MINI, "model=oracle", "grading.rounds=2", "budget.checkpoint_every=2", out=tmp_path, timeout=1200)

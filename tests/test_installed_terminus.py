@@ -60,6 +60,7 @@ def test_terminus_2_solves_a_task_through_the_gateway(tmp_path: Path) -> None:
     assert containers_of(done.pid) == []  # type: ignore[attr-defined]
 
 
+@pytest.mark.long("the agent's image is built from its registry packages on an engine that lacks it: up to ~200 s")
 @pytest.mark.docker
 @needs_312
 def test_a_step_limit_refuses_the_next_call_and_the_terminal_has_no_token(tmp_path: Path) -> None:

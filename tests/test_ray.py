@@ -251,6 +251,7 @@ def test_a_429_pause_from_one_worker_holds_the_others(cluster: tuple[Cluster, li
         ray.shutdown()
 
 
+@pytest.mark.long("a run on the Ray cluster until its cost cap stops it, then its report: ~55 s under make test's load")
 def test_the_run_cost_cap_reaches_the_nodes(cluster: tuple[Cluster, list[Any]], tasks_dir: Path,  # noqa: F811
                                             tmp_path: Path) -> None:
     steps = ",".join(["{bash: 'sleep 0.2'}"] * 100)  # far more than the cap allows

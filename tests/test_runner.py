@@ -174,6 +174,7 @@ def test_the_oracle_note_gives_each_rollout_the_experts_code_in_other_bytes(tmp_
     assert [t["ROLLOUT_NOTE.md"] for t in trees] == [b"rollout 0\n", b"rollout 1\n"]
 
 
+@pytest.mark.long("four rollouts graded and judged, then the run resumed with another judge: ~50 s")
 # terminus in make bench (CI's time); the conformance suite runs its oracle on every provider
 @pytest.mark.parametrize("scaffold", ["mini_swe", "codeact", pytest.param("terminus", marks=pytest.mark.slow)])
 def test_oracle_solves_every_task_and_costs_what_its_tokens_cost(tasks_dir: Path, tmp_path: Path,

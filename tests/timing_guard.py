@@ -31,13 +31,14 @@ def pytest_configure(config: pytest.Config) -> None:
     _started[0] = time.monotonic()
 
 
-# Seconds each long file took in make test's first pass (the "time by file" lines, 2026-11-29, three
-# processes on two cores): only the order they start in depends on these.
-LONG_FILES = {"tests/test_runner.py": 289, "tests/test_ray.py": 227, "tests/test_gpu_check.py": 90,
-              "tests/test_aggregate.py": 103, "tests/test_checkpoints.py": 87, "tests/test_sandbox_killed.py": 85,
-              "tests/test_harbor_run.py": 77, "tests/test_installed.py": 69, "tests/test_sandbox_conformance.py": 55,
-              "tests/test_autolab_fixtures.py": 54, "tests/test_installed_claude.py": 48,
-              "tests/test_terminus.py": 48, "tests/test_gpukit.py": 47, "tests/test_bwrap_host.py": 45}
+# Seconds each long file took in make test's first pass (the "time by file" lines, 2026-11-30, three
+# processes on two cores, images and agent images cached): only the order they start in depends on these.
+LONG_FILES = {"tests/test_runner.py": 345, "tests/test_ray.py": 290, "tests/test_gpu_check.py": 166,
+              "tests/test_aggregate.py": 117, "tests/test_sandbox_killed.py": 103, "tests/test_checkpoints.py": 94,
+              "tests/test_harbor_run.py": 83, "tests/test_installed.py": 81, "tests/test_autolab_fixtures.py": 77,
+              "tests/test_bwrap_host.py": 69, "tests/test_sandbox_conformance.py": 65,
+              "tests/test_installed_claude.py": 63, "tests/test_grading.py": 62, "tests/test_gpukit.py": 60,
+              "tests/test_terminus.py": 56}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
