@@ -84,12 +84,13 @@ async def _body(reader: asyncio.StreamReader, headers: dict[str, str]):
     """The response body's bytes as they arrive (chunked, sized or up to the connection's end)."""
     total = 0
 
-    def count(data: bytes) -> bytes:
+    def admit(size: int) -> None:
+        """Count `size` more bytes of the body; past the cap, the response fails. A chunk's declared size is
+        admitted before it is read (readexactly would hold all of it), other reads once they are in."""
         nonlocal total
-        total += len(data)
+        total += size
         if total > MAX_RESPONSE_BYTES:
             raise ResponseError(f"the response passed {MAX_RESPONSE_BYTES >> 20} MiB")
-        return data
 
     if "chunked" in headers.get("transfer-encoding", "").lower():
         while True:
@@ -100,9 +101,8 @@ async def _body(reader: asyncio.StreamReader, headers: dict[str, str]):
                 raise ResponseError(f"a bad chunk size line {size_line[:40]!r}") from None
             if size == 0:
                 return
-            if total + size > MAX_RESPONSE_BYTES:  # (before reading: readexactly would hold it all)
-                raise ResponseError(f"the response passed {MAX_RESPONSE_BYTES >> 20} MiB")
-            yield count(await reader.readexactly(size))
+            admit(size)
+            yield await reader.readexactly(size)
             await reader.readexactly(2)  # the chunk's CRLF
     elif "content-length" in headers:
         left = int(headers["content-length"])
@@ -111,10 +111,12 @@ async def _body(reader: asyncio.StreamReader, headers: dict[str, str]):
             if not data:
                 raise ResponseError("the connection closed before the response's end")
             left -= len(data)
-            yield count(data)
+            admit(len(data))
+            yield data
     else:
         while data := await reader.read(65536):
-            yield count(data)
+            admit(len(data))
+            yield data
 
 
 def _content(event: dict[str, Any]) -> str:
