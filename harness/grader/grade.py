@@ -32,9 +32,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
-
-from harness import metrics
 from harness.models.redaction import redact
 from harness.grader.config import MEASURED, GradeConfig
 from harness.grader.states import PATCH_PATH, CodeState, StepFailed, Stop, copy_references, prepare_state, reason_of, \
@@ -46,15 +43,13 @@ from harness.grader.guards import clock_review, hook_review, leftover_review, st
 from harness.grader.patch_paths import UnreadablePatch, with_final_newline
 from harness.grader.isolation import FenceError, Outside
 from harness.grader.serving import serve_rounds
-from harness.grader.timing import RATIOS, Log, SessionTimes, bootstrap, estimates, straddles, time_session
+from harness.grader.timing import Log, SessionTimes, time_session, verdicts
 from harness.sandbox.interface import (TESTBED, Sandbox, SandboxError, SandboxKilledFromInside, memory_bytes,
                                        pin_if_possible)
 from harness.sandbox.providers import DEFAULT_PROVIDER, SandboxProvider, provider
 from harness.serving.spec import Service
 from harness.tasks.task import Task
 
-# round(gm, 1) >= 1.2 holds from gm = 1.15 on (1.1 from 1.05): the value an interval is compared with.
-EDGE_BELOW_THRESHOLD = 0.05
 PREPARE_THREADS = 8  # containers started, patched and built at once
 
 
@@ -351,32 +346,6 @@ def _eqcheck(base_f: Future[CodeState], other_f: Future[CodeState], task: Task) 
     for test in other.tests:
         run_test_script(other, test, "eqcheck", task.test_timeout)
     return other
-
-
-def verdicts(report: dict[str, Any], names: list[str], times: dict[str, dict[str, list[float]]],
-             tests: tuple[str, ...], config: GradeConfig) -> None:
-    """Fill the report's times, speedups, GSO verdicts, score and intervals from the round times
-    (times[state][test] = one value per round; states base, patch, commit)."""
-    arrays = {name: np.array([times[name][t] for t in tests]) for name in names}  # (tests, rounds)
-    per_test, speedups = estimates(arrays, config.stat)
-    base, patch, commit = (per_test[n].tolist() for n in ("base", "patch", "commit"))
-    pb, pc, cb = (speedups[k].tolist() for k in RATIOS)
-    stats = metrics.opt_stats_from(pb, pc, cb, base, patch, commit)
-    report.update(
-        test_passed=True, tests=list(tests), base_times=base, patch_times=patch, commit_times=commit,
-        round_times={n: {t: times[n][t] for t in tests} for n in names},
-        opt_base=metrics.opt_base_from(pb, base, patch, config.min_speedup),
-        opt_commit=metrics.opt_p_from(pb, pc, base, patch, config.p, config.min_speedup),
-        opt_stats=stats.as_dict(), per_test_speedups={"patch_base": pb, "patch_commit": pc, "commit_base": cb},
-    )
-    report["score"] = (metrics.log_stretch_score(stats.gm_speedup_patch_base, stats.gm_speedup_commit_base)
-                       if stats.gm_speedup_commit_base > 1 else None)
-    intervals = bootstrap(arrays, config)
-    report["intervals"] = intervals
-    report["uncertain"] = {
-        "opt_base": straddles(intervals["gm_speedup_patch_base"], config.min_speedup - EDGE_BELOW_THRESHOLD),
-        "opt_commit": straddles(intervals["hm_speedup_patch_commit"], config.p),
-    }
 
 
 def opt_p_of(report: dict[str, Any], p: float) -> bool:

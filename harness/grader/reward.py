@@ -19,7 +19,8 @@ reference's when calibrated (GSO's Opt_p), else a reward of at least `grading.su
 reference's), with `uncertain.opt_commit` when the calibrated verdict's bootstrap interval straddles
 `p`; so Opt@K, Avg@k, Best@k and Dominance come from the same summary as for timing tasks.
 `grading.in_place` verifies in the agent's own container instead, as Harbor does (recorded as
-`in_place` in the report).
+`in_place` in the report). A task that declares a service (`[optrunner.service]`) is measured by its server
+once the verification passes (reward_serving.py): serving verdicts and score, `score_source: serving`.
 
 Every verification starts in a container with no process left running (it restarts, its files kept:
 the agent's processes when in place, a daemon an earlier round's build left) and with the pins checked
@@ -43,6 +44,7 @@ from harness.grader.config import GradeConfig
 from harness import gpus
 from harness.gpus.clocks import ClockLock
 from harness.grader.patch_paths import UnreadablePatch, read_section, sections, with_final_newline
+from harness.grader.reward_serving import grade_service
 from harness.grader.states import PATCH_PATH
 from harness.sandbox.interface import (ExecResult, FileChanged, Freezable, Sandbox, SandboxError, harness_exec,
                                        pin_if_possible)
@@ -161,7 +163,13 @@ def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig,
                       opt_base=first.reward > 0, opt_commit=first.reward >= config.success, score_source="reward")
         goal = objective(dict(check.optimization))
         survivors: dict[str, set[str]] = {"patch": set(first.survivors)}
-        if goal is not None and config.calibrate:
+        if task.service is not None and first.reward < config.success:  # the gate: no server measured
+            report.update(status="test_failed", score=0.0, opt_base=False, opt_commit=False, test_passed=False,
+                          reason=f"the verifier's reward {first.reward:g} is below grading.success "
+                                 f"{config.success:g}: a service task's server is measured only once it passes")
+        elif task.service is not None:  # the reward was the gate; the verdicts are its server's (reward_serving)
+            grade_service(task, task.service, patch or "", start, config, log, report)
+        elif goal is not None and config.calibrate:
             calibration = _calibrate(task, check, goal, box, first, start, config, log, survivors)
             report["calibration"] = calibration
             if calibration.get("score") is not None:

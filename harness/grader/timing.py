@@ -13,9 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
+from harness import metrics
 from harness.grader.config import GradeConfig
 from harness.grader.isolation import Outside
 from harness.grader.states import CodeState, StepFailed, Stop, TestRun, check_intact, reason_of, run_test_script
@@ -28,6 +30,8 @@ Log = Callable[[str], None]
 # its cost is shared by all of them, which is most of what a session saves (tests.bench.sessions).
 AROUND = 8
 Times = dict[str, dict[str, list[float]]]
+# round(gm, 1) >= 1.2 holds from gm = 1.15 on (1.1 from 1.05): the value an interval is compared with.
+EDGE_BELOW_THRESHOLD = 0.05
 CHECKED = "eqcheck"  # the mode of every timed run
 
 
@@ -205,3 +209,29 @@ def bootstrap(arrays: dict[str, np.ndarray], config: GradeConfig) -> dict[str, l
             lo, hi = np.percentile(values, [2.5, 97.5])
             out[f"{kind}_speedup_{key}"] = [float(lo), float(hi)]
     return out
+
+
+def verdicts(report: dict[str, Any], names: list[str], times: dict[str, dict[str, list[float]]],
+             tests: tuple[str, ...], config: GradeConfig) -> None:
+    """Fill the report's times, speedups, GSO verdicts, score and intervals from the round times
+    (times[state][test] = one value per round; states base, patch, commit)."""
+    arrays = {name: np.array([times[name][t] for t in tests]) for name in names}  # (tests, rounds)
+    per_test, speedups = estimates(arrays, config.stat)
+    base, patch, commit = (per_test[n].tolist() for n in ("base", "patch", "commit"))
+    pb, pc, cb = (speedups[k].tolist() for k in RATIOS)
+    stats = metrics.opt_stats_from(pb, pc, cb, base, patch, commit)
+    report.update(
+        test_passed=True, tests=list(tests), base_times=base, patch_times=patch, commit_times=commit,
+        round_times={n: {t: times[n][t] for t in tests} for n in names},
+        opt_base=metrics.opt_base_from(pb, base, patch, config.min_speedup),
+        opt_commit=metrics.opt_p_from(pb, pc, base, patch, config.p, config.min_speedup),
+        opt_stats=stats.as_dict(), per_test_speedups={"patch_base": pb, "patch_commit": pc, "commit_base": cb},
+    )
+    report["score"] = (metrics.log_stretch_score(stats.gm_speedup_patch_base, stats.gm_speedup_commit_base)
+                       if stats.gm_speedup_commit_base > 1 else None)
+    intervals = bootstrap(arrays, config)
+    report["intervals"] = intervals
+    report["uncertain"] = {
+        "opt_base": straddles(intervals["gm_speedup_patch_base"], config.min_speedup - EDGE_BELOW_THRESHOLD),
+        "opt_commit": straddles(intervals["hm_speedup_patch_commit"], config.p),
+    }

@@ -6,7 +6,10 @@ The selector is a folder holding task directories, or one task directory. Every 
 missing file or unsupported feature is one TaskError line naming the file; a task that needs GPUs on a
 machine without them is skipped with a warning, not failed. Resources beyond this machine's are clamped,
 with a warning. AutoLab's `[optimization]` table (which Harbor ignores) is kept for the grader; an
-`[optrunner]` table may name more `pinned` files (relative to the working directory).
+`[optrunner]` table may name more `pinned` files (relative to the working directory), and an
+`[optrunner.service]` table makes the task a service task (harness.serving.spec, the same fields as a folder
+task's `service:`): tests/test.sh still checks the patch first, then its server is measured against the
+untouched environment's and the reference solution's (grader.reward_serving).
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from typing import Any
 
 from harness import gpus
 from harness.dockerfile import read
+from harness.serving.spec import ServiceError, load_service
 from harness.tasks.ids import check_id
 from harness.tasks.task import RewardCheck, Task, TaskError, refuse_links_out
 
@@ -131,6 +135,12 @@ def load_task(folder: Path, warn: Warn, named: bool = False) -> Task | None:
     pinned = config.get("optrunner", {}).get("pinned", [])
     if not isinstance(pinned, list) or not all(isinstance(p, str) for p in pinned):
         raise TaskError(f"{toml_path}: [optrunner].pinned should be a list of paths")
+    service = None
+    if (raw_service := config.get("optrunner", {}).get("service")) is not None:
+        try:
+            service = load_service(raw_service)
+        except ServiceError as err:
+            raise TaskError(f"{toml_path}: [optrunner] {err}") from None
     cpus = env.get("cpus")
     if cpus is not None and (isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or cpus <= 0):
         raise TaskError(f"{toml_path}: [environment].cpus should be a positive number, got {cpus!r}")
@@ -155,6 +165,7 @@ def load_task(folder: Path, warn: Warn, named: bool = False) -> Task | None:
         agent_timeout=_number(config.get("agent", {}), "timeout_sec", str(toml_path)),
         cpus=float(cpus) if cpus else None, memory=_clamped_memory(_memory(env, str(toml_path)), task_id, warn),
         network="allowed" if env.get("allow_internet") else "none", gpus=count, gpu_types=tuple(types),
+        service=service,
     )
 
 
