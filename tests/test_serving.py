@@ -197,3 +197,29 @@ def test_a_bad_service_block_says_which_field_and_what_to_give(raw: dict, messag
     with pytest.raises(ServiceError) as err:
         load_service(raw)
     assert str(err.value).startswith(message) and "\n" not in str(err.value), str(err.value)
+
+
+def test_a_compute_process_left_on_the_sessions_gpus_is_killed_after_the_server() -> None:
+    """grader.serving.end_compute with NVML's list of a GPU's compute processes read from a real process's
+    state (no GPU here: what NVML would list is a real process that is still alive)."""
+    import subprocess
+
+    from harness.gpus import Gpu
+    from harness.grader.serving import end_compute
+    from harness.grader.states import StepFailed
+
+    gpu = Gpu(0, "GPU-test", "test")
+    worker = subprocess.Popen(["sleep", "60"])  # a worker the server's process group did not take along
+    try:
+        def listed(g: Gpu) -> list[int]:
+            assert g is gpu
+            return [worker.pid] if worker.poll() is None else []
+
+        assert end_compute([gpu], listed) == [worker.pid]
+        assert worker.wait(5) == -9  # killed from outside, after the grace a stopping worker gets
+        assert end_compute([gpu], listed) == [] and end_compute([], listed) == []
+    finally:
+        worker.kill()
+        worker.wait()
+    with pytest.raises(StepFailed, match=r"GPU compute process\(es\) \[4194304\] outlived SIGKILL"):
+        end_compute([gpu], lambda _g: [4194304], wait_s=0.2)  # (a pid no process has: listed all the same)

@@ -106,6 +106,18 @@ def live_pids(listed: Iterable[int]) -> tuple[int, ...]:
     return tuple(sorted(pid for pid in set(listed) if os.path.exists(f"/proc/{pid}")))
 
 
+def compute_pids(gpu: Gpu) -> tuple[int, ...]:
+    """The running compute processes NVML lists on `gpu` (host pids); none where NVML cannot say."""
+    with nvml() as lib:
+        if lib is None:
+            return ()
+        try:
+            handle = lib.nvmlDeviceGetHandleByUUID(gpu.uuid)
+            return live_pids(int(p.pid) for p in lib.nvmlDeviceGetComputeRunningProcesses(handle))
+        except lib.NVMLError:
+            return ()
+
+
 def read(gpu: Gpu) -> Reading | None:
     """`gpu`'s state now; None where NVML cannot say. The violation counters and compute processes are
     read where the driver has them (each left out where it has not)."""

@@ -151,7 +151,7 @@ def _session(task: Task, items: list[tuple[int, str]], reports: list[dict[str, A
         base, commit, patched = _prepare(task, items, images, config, reports, boxes, log, sandboxes, finish,
                                          given)
         if patched and task.service is not None:  # a service task: its servers measured instead of tests
-            _serve(task, task.service, base, commit, patched, config, log, reports, finish)
+            _serve(task, task.service, base, commit, patched, config, log, reports, finish, given)
         elif patched:
             watch = Watch(given) if given else None  # NVML around every timed run of a GPU task
             with ClockLock(given) as clocks:  # a GPU task's SM clock locked for its timing, where allowed
@@ -208,11 +208,11 @@ def _session(task: Task, items: list[tuple[int, str]], reports: list[dict[str, A
 
 def _serve(task: Task, service: Service, base: CodeState, commit: CodeState, patched: dict[int, CodeState],
            config: GradeConfig, log: Log, reports: list[dict[str, Any]],
-           finish: Callable[[int, str, str], None]) -> None:
+           finish: Callable[[int, str, str], None], given: tuple[gpus.Gpu, ...] = ()) -> None:
     """A service task's rounds (grader.serving); GSO's verdicts on its primary metric, as costs per round."""
     rounds = min(config.rounds, task.runs_per_test or config.rounds)
     served = serve_rounds(task.id, service, base, commit, list(patched.values()), rounds, log,
-                          config.timing_cpuset())
+                          config.timing_cpuset(), given)
     metric = service.primary
     for i, state in patched.items():
         if state.name in served.failed:

@@ -168,7 +168,7 @@ def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig,
                           reason=f"the verifier's reward {first.reward:g} is below grading.success "
                                  f"{config.success:g}: a service task's server is measured only once it passes")
         elif task.service is not None:  # the reward was the gate; the verdicts are its server's (reward_serving)
-            grade_service(task, task.service, patch or "", start, config, log, report)
+            grade_service(task, task.service, patch or "", start, config, log, report, given)
         elif goal is not None and config.calibrate:
             calibration = _calibrate(task, check, goal, box, first, start, config, log, survivors)
             report["calibration"] = calibration

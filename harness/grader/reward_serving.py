@@ -21,6 +21,7 @@ from harness.grader.config import GradeConfig
 from harness.grader.serving import serve_rounds
 from harness.grader.states import CodeState, StepFailed, Stop, prepare_state, reason_of
 from harness.grader.timing import verdicts
+from harness.gpus import Gpu
 from harness.sandbox.interface import Sandbox, pin_if_possible
 from harness.serving.spec import Service
 from harness.tasks.task import Task
@@ -37,10 +38,10 @@ def _reference(box: Sandbox, task: Task) -> CodeState:
 
 
 def grade_service(task: Task, service: Service, patch: str, start: Callable[[str], Sandbox], config: GradeConfig,
-                  log: Callable[[str], None], report: dict[str, Any]) -> None:
+                  log: Callable[[str], None], report: dict[str, Any], given: tuple[Gpu, ...] = ()) -> None:
     """Measure the patch's server against the base's and the reference's and put the verdicts in `report`
     (whose verification passed). A patch that fails here is `patch_failed` / `test_failed` with score 0; a base
-    or reference that fails is the task's `base_failed` / `error`."""
+    or reference that fails is the task's `base_failed` / `error`. `given`: the session's GPUs, if any."""
     if not task.solution_files:
         report.update(status="error", reason="a service task needs solution/solve.sh: the reference the patch's "
                                              "server is measured against", score=0.0, opt_base=False,
@@ -74,7 +75,7 @@ def grade_service(task: Task, service: Service, patch: str, start: Callable[[str
             for box in boxes.values():
                 pin_if_possible(box, cpuset)
         rounds = min(config.rounds, task.runs_per_test or config.rounds)
-        served = serve_rounds(task.id, service, base, reference, [patched], rounds, log, cpuset)
+        served = serve_rounds(task.id, service, base, reference, [patched], rounds, log, cpuset, given)
     except Stop as stop:
         report.update(status=stop.status, reason=stop.reason, **failed)
         return

@@ -8,13 +8,15 @@ A launch (one state, one round):
    cap; how long it took is reported, so work moved before readiness is seen;
 3. the warm-up requests, then the round's workload, sent by the grader's client (harness.serving.client);
 4. stop: every process of the fenced user gets TERM, then KILL, and the wrapper removes what the run left
-   in the container's writable places; the port must be free after it. So nothing of one launch (a cache
-   in memory or on disk, a process) is there for the next.
+   in the container's writable places; on a GPU task, every compute process still on the session's GPUs
+   (they are its alone) is killed from here too; the port must be free after it. So nothing of one launch
+   (a cache in memory or on disk, a process, GPU memory) is there for the next.
 """
 from __future__ import annotations
 
 import os
 import secrets
+import signal
 import shlex
 import threading
 import time
@@ -28,6 +30,8 @@ from harness.grader.config import GradeConfig
 from harness.grader.isolation import RUN_UID, parse, wrap
 from harness.grader.states import CodeState, StepFailed, Stop, env_prefix, reason_of
 from harness.grader.timing import RATIOS, bootstrap, estimates
+from harness.gpus import Gpu
+from harness.gpus.clocks import compute_pids
 from harness.sandbox.interface import Connectable, ExecResult, SandboxError, harness_exec
 from harness.serving.client import Endpoint, run_sync
 from harness.serving.metrics import RequestRecord, as_cost, summarize
@@ -45,6 +49,7 @@ class Launch:
     records: list[RequestRecord] = field(default_factory=list)
     after: list[list[RequestRecord]] = field(default_factory=list)  # the records of launch()'s `after`
     output: str = ""  # the server's own output (its tail)
+    gpu_leftovers: list[int] = field(default_factory=list)  # compute processes killed from outside after it
 
 
 def _probe(box: Connectable, service: Service) -> bool:
@@ -75,12 +80,13 @@ def _start_command(state: CodeState, service: Service, lifetime_s: float) -> str
 
 
 def launch(state: CodeState, service: Service, requests: list[Request], warmup: list[Request],
-           after: Sequence[tuple[Workload, list[Request]]] = (), client_cpus: set[int] | None = None) -> Launch:
+           after: Sequence[tuple[Workload, list[Request]]] = (), client_cpus: set[int] | None = None,
+           gpus: Sequence[Gpu] = ()) -> Launch:
     """Start `state`'s server, send `warmup` then `requests` (the measured workload), then each of `after` (a
     workload and its requests: records of their own, in `Launch.after`), and stop it. StepFailed when the
     server does not come up, exits early or leaves its port taken; SandboxError when the sandbox cannot be
     reached from here. `client_cpus`: where the client runs meanwhile (off the CPU the server is pinned to,
-    so the two never take turns on one CPU)."""
+    so the two never take turns on one CPU). `gpus`: the session's, emptied of compute processes after it."""
     box = state.sandbox
     if not isinstance(box, Connectable):
         raise SandboxError("this sandbox provider cannot reach a server inside its sandboxes (no Connectable)")
@@ -118,7 +124,8 @@ def launch(state: CodeState, service: Service, requests: list[Request], warmup: 
             os.sched_setaffinity(0, previous)
     finally:
         _stop(state, server)
-    result.output = _output(ran.get("done", ""))
+        leftovers = end_compute(gpus)
+    result.output, result.gpu_leftovers = _output(ran.get("done", "")), leftovers
     if _probe(box, service):
         raise StepFailed("the server", "its port still answers after every process of the run was stopped")
     return result
@@ -150,6 +157,33 @@ def _stop(state: CodeState, server: threading.Thread) -> None:
     server.join(30)
 
 
+def end_compute(gpus: Sequence[Gpu], listed: Callable[[Gpu], Sequence[int]] = compute_pids,
+                wait_s: float = 10.0) -> list[int]:
+    """After a server stopped: the compute processes still on `gpus`, killed. The GPUs are the grading
+    session's alone and one server runs at a time, so whatever runs there now is this launch's: a worker its
+    process group did not take along (or one outside the fence). Those still exiting get STOP_GRACE_S first.
+    Returns the pids killed; StepFailed when one is still listed `wait_s` after SIGKILL."""
+    def left() -> set[int]:
+        return {pid for gpu in gpus for pid in listed(gpu)}
+
+    found = left()
+    grace = time.monotonic() + STOP_GRACE_S
+    while found and time.monotonic() < grace:
+        time.sleep(0.05)
+        found = left()
+    for pid in sorted(found):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # (it ended meanwhile)
+    deadline = time.monotonic() + wait_s
+    while (still := left()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if still:
+        raise StepFailed("stopping the server", f"GPU compute process(es) {sorted(still)} outlived SIGKILL")
+    return sorted(found)
+
+
 def _output(done: ExecResult | BaseException | str) -> str:
     if isinstance(done, ExecResult):
         return parse(done.output)[0][-TAIL:]
@@ -159,8 +193,9 @@ def _output(done: ExecResult | BaseException | str) -> str:
 @dataclass
 class ServedRounds:
     """What a service task's rounds measured: values[state][metric], one per round; runs[state], one summary
-    per launch (seed, readiness, requests completed, failed, short); quality[state], the fraction of the
-    words of its answers (the workloads' and the quality prompts') that differ from the base's;
+    per launch (seed, readiness, requests completed, failed, short; on GPUs, the compute processes killed
+    after it); quality[state], the fraction of the words of its answers (the workloads' and the quality
+    prompts') that differ from the base's;
     visible[state], the primary metric on the agent's own seed; failed: the patches whose server failed
     (dropped from later rounds)."""
     seeds: list[int]
@@ -211,10 +246,12 @@ def differing_words(answers: list[str], reference: list[str]) -> float:
 
 
 def serve_rounds(task_id: str, service: Service, base: CodeState, commit: CodeState, patches: list[CodeState],
-                 rounds: int, log: Callable[[str], None], server_cpus: str | None = None) -> ServedRounds:
+                 rounds: int, log: Callable[[str], None], server_cpus: str | None = None,
+                 gpus: Sequence[Gpu] = ()) -> ServedRounds:
     """Every state's server launched once per round on that round's held-out seed, states in an order that
     rotates each round; the first round also asks the quality prompts one at a time and the agent's own seed.
-    `server_cpus` (the timing cpuset the states are pinned to): the client runs on the other CPUs.
+    `server_cpus` (the timing cpuset the states are pinned to): the client runs on the other CPUs. `gpus`: the
+    session's (each launch leaves no compute process on them).
     A base or expert server that fails ends the session (Stop); a patch's fails that patch."""
     secret = secrets.randbits(63)  # this session's: its seeds cannot be known before it
     seeds = held_out_seeds(service.visible_seed, rounds + 1, secret)
@@ -239,7 +276,7 @@ def serve_rounds(task_id: str, service: Service, base: CodeState, commit: CodeSt
         extra = [(replace(workload, arrival="burst", concurrency=1), quality_requests)] if first else []
         if first and state is not base and state is not commit:  # (the gap is reported for patches)
             extra.append((workload, generate(workload, service.visible_seed)))
-        done = launch(state, service, generate(workload, seed), warmup, extra, client_cpus)
+        done = launch(state, service, generate(workload, seed), warmup, extra, client_cpus, gpus)
         summary = summarize(done.records)
         failed = [r for r in done.records if not r.ok]
         if failed:
@@ -250,7 +287,8 @@ def serve_rounds(task_id: str, service: Service, base: CodeState, commit: CodeSt
                 raise StepFailed("the workload", f"its responses define no {metric} (one token each?)")
             out.values[state.name][metric].append(summary.values[metric])
         out.runs[state.name].append({"seed": seed, "ready_s": done.ready_s, "completed": summary.completed,
-                                     "short": summary.short, "duration_s": round(summary.duration_s, 4)})
+                                     "short": summary.short, "duration_s": round(summary.duration_s, 4),
+                                     **({"gpu_leftovers": done.gpu_leftovers} if gpus else {})})
         answers[state.name] += [r.text for r in done.records]
         if first:
             asked, *mine = done.after
