@@ -179,3 +179,16 @@ def test_a_prebuilt_docker_image_is_used_or_named_in_one_line(tmp_path: Path) ->
     lines = done.stderr.strip().splitlines()
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert len(lines) == 1 and "optrunner-tests/absent:never" in lines[0] and "pulling" in lines[0], done.stderr
+
+
+def test_validate_grades_the_reference_solutions_change_as_the_gold_patch(tmp_path: Path) -> None:
+    from harness.grader.batch import validate
+
+    task = _task("wordstats")  # no expert patch: its solution/solve.sh is the gold
+    assert not task.expert_patch and task.solution_files
+    (result,) = validate([task], _images([task]), GradeConfig(rounds=2), 1, tmp_path, log=lambda _m: None)
+    assert result.gold_passes and result.empty_fails, (result.gold, result.empty)
+    assert result.gold[0]["reward"] == 1.0 and result.empty[0]["status"] == "empty_patch"
+    gold = json.loads((tmp_path / "wordstats" / "gold_0.json").read_text())
+    assert gold["patch_exists"] and json.loads((tmp_path / "summary.json").read_text())["tasks"]["wordstats"][
+        "gold_passes"]

@@ -12,8 +12,8 @@ from harness.grader.grade import grade, grade_patches
 from harness.grader.gso_reports import write_gso_layout
 from harness.grader.predictions import Prediction
 from harness.metrics.summary import RolloutMetrics, summarize
-from harness.sandbox.interface import TaskImages
-from harness.sandbox.providers import SandboxProvider
+from harness.sandbox.interface import SandboxError, TaskImages
+from harness.sandbox.providers import DEFAULT_PROVIDER, SandboxProvider, provider
 from harness.tasks.task import Task
 
 Log = Callable[[str], None]
@@ -140,6 +140,23 @@ class Validation:
         return count
 
 
+def gold_patch(task: Task, images: TaskImages, sandboxes: SandboxProvider) -> str:
+    """The task's expert patch; for a task that ships a reference solution instead (Harbor's solve.sh), the
+    change solve.sh makes in a fresh sandbox of the agent's image, as the oracle's rollout makes it."""
+    if task.expert_patch or not task.solution_files:
+        return task.expert_patch
+    box = sandboxes.start(images.agent, labels={"optrunner.role": "validate-solution"})
+    try:
+        for name, data, _mode in task.solution_files:
+            box.write_file(f"/solution/{name}", data)
+        solved = box.exec("bash /solution/solve.sh", timeout=task.build_timeout, cwd=box.workdir)
+        if solved.exit_code != 0:  # the task is broken: validate says so in one line
+            raise SandboxError(f"{task.id}: solution/solve.sh failed: {solved.output.strip()[-300:]}")
+        return box.diff()
+    finally:
+        box.close()
+
+
 def validate(tasks: list[Task], images: dict[str, TaskImages], config: GradeConfig, repeat: int, out: Path,
              log: Log, provenance: dict[str, Any] | None = None,
              sandboxes: SandboxProvider | None = None) -> list[Validation]:
@@ -149,8 +166,9 @@ def validate(tasks: list[Task], images: dict[str, TaskImages], config: GradeConf
     results = []
     for task in tasks:
         result = Validation(task.id)
+        gold = gold_patch(task, images[task.id], sandboxes or provider(DEFAULT_PROVIDER))
         for attempt in range(repeat):
-            for kind, patch, bucket in (("gold", task.expert_patch, result.gold), ("empty", "", result.empty)):
+            for kind, patch, bucket in (("gold", gold, result.gold), ("empty", "", result.empty)):
                 log(f"[{task.id}] {kind} patch, attempt {attempt + 1}/{repeat}")
                 report = grade(task, patch, images[task.id].grading, config, log=log, sandboxes=sandboxes,
                                base_image=images[task.id].base)
