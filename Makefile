@@ -9,11 +9,13 @@ GSOBENCH := $(VENV)/gsobench
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 .PHONY: venv docker images gsobench browser hostpython uplink cputorch gpu-wheels test unit lint typecheck docs wheel-check demo bench latex cleanup
 
+# uv installs the dependencies (a minute with pip, ten seconds with uv on this machine); the venv keeps its own
+# pip for the steps below and for users.
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,ray,docs,lint,bwrap,gpu]'
+	$(PY) -m pip install -q --upgrade pip uv
+	$(PY) -m uv pip install -q --python $(PY) -e '.[test,ray,docs,lint,bwrap,gpu]'
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 venv: $(STAMP)
