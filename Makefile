@@ -55,7 +55,7 @@ uplink:
 # those tests skip.
 cputorch: venv
 	@$(PY) -c 'import torch' 2>/dev/null || { ls /opt/wheels/torch-*+cpu-*.whl >/dev/null 2>&1 && \
-	  $(PY) -m pip install -q /opt/wheels/torch-*+cpu-*.whl; } || echo "no CPU torch here: tests/test_gpukit.py skips"
+	  $(PY) -m uv pip install -q --python $(PY) /opt/wheels/torch-*+cpu-*.whl; } || echo "no CPU torch here: tests/test_gpukit.py skips"
 
 # (the `slow` variants, longer forms of tests it runs, are `make bench`'s.) Two passes. First every test but
 # the `timed` ones, three processes at a time on two cores, each taking whole files (--dist loadfile: a file's
