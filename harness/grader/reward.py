@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import math
+import posixpath
 import shlex
 import time
 from collections.abc import Callable
@@ -93,6 +94,20 @@ def _read(box: Sandbox, path: str) -> str | None:
         return box.read_file(path).decode("utf-8", errors="replace")
     except (FileNotFoundError, IsADirectoryError, FileChanged):
         return None
+
+
+def _rewards(box: Sandbox) -> tuple[str | None, str | None]:
+    """The texts of reward.txt and reward.json (None: not there, or not a regular file): read from outside the
+    sandbox in one go where it can (Freezable: a Docker container's layers, no engine call), else one by one."""
+    if not isinstance(box, Freezable):
+        return _read(box, REWARD_TXT), _read(box, REWARD_JSON)
+    found = box.read_tree(posixpath.dirname(REWARD_TXT))
+
+    def text(path: str) -> str | None:
+        data = found.get(posixpath.basename(path))
+        return None if data is None else data.decode("utf-8", errors="replace")
+
+    return text(REWARD_TXT), text(REWARD_JSON)
 
 
 def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig, sandboxes: SandboxProvider,
@@ -221,10 +236,13 @@ def verify(box: Sandbox, check: RewardCheck, pinned: bool = True) -> Verificatio
     if pinned and (changed := _changed_pins(box, box.workdir, box.pins)):
         raise PinsChanged(f"pinned file(s) changed: {', '.join(changed)}")
     harness_exec(box, f"rm -f {REWARD_TXT} {REWARD_JSON}; mkdir -p /logs/verifier {TESTS_DIR}", timeout=60, cwd="/")
-    for name, data, mode in check.tests:
-        path = f"{TESTS_DIR}/{name}"
-        box.write_file(path, data)
-        harness_exec(box, f"chmod {mode:o} {shlex.quote(path)}", timeout=30, cwd="/")
+    box.write_files({f"{TESTS_DIR}/{name}": data for name, data, _mode in check.tests})  # (one transfer)
+    modes: dict[int, list[str]] = {}
+    for name, _data, mode in check.tests:
+        modes.setdefault(mode, []).append(shlex.quote(f"{TESTS_DIR}/{name}"))
+    if modes:
+        harness_exec(box, " && ".join(f"chmod {mode:o} {' '.join(paths)}" for mode, paths in modes.items()),
+                     timeout=30, cwd="/")
     # Harbor runs test.sh as root, with the task's environment: so do we, but from a shell that reads no
     # profile (one an earlier round's test.sh wrote would run first otherwise); what it runs is the task's.
     run = box.exec(f"bash {TESTS_DIR}/test.sh", timeout=check.timeout, cwd=box.workdir, env=dict(check.env),
@@ -233,7 +251,7 @@ def verify(box: Sandbox, check: RewardCheck, pinned: bool = True) -> Verificatio
         return Verification(run, None, {}, "timed out")
     # A process the verification's build left could rewrite the reward as it is read: seen, it is a flag.
     survivors = tuple(box.processes()) if isinstance(box, Freezable) else ()
-    reward, extras, why = read_reward(_read(box, REWARD_TXT), _read(box, REWARD_JSON))
+    reward, extras, why = read_reward(*_rewards(box))
     return Verification(run, reward, extras, why, survivors)
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from harness.grader.freeze import changed_files, digest, freeze, tool_changes
 from harness.grader.isolation import Fence, Outside, fence, hand_over, parse, precompile, wrap
 from harness.grader.patch_paths import UnreadablePatch, section_paths, sections, with_final_newline
-from harness.sandbox.interface import TESTBED, TRUSTED_ENV, Sandbox, harness_exec, is_excluded
+from harness.sandbox.interface import TESTBED, TRUSTED_ENV, Freezable, Sandbox, harness_exec, is_excluded
 from harness.sandbox.processes import FreshProcesses
 from harness.tasks.task import OFFLINE_ENV, Task
 
@@ -243,15 +243,19 @@ def run_test_script(state: "CodeState", test: str, mode: str | None, timeout: fl
 def copy_references(source: "CodeState", target: "CodeState") -> int:
     """Carry the reference results stored by `--reference` runs to another state's container. Their
     digests join both states' expected files, checked before every round like the tests."""
-    listing = harness_exec(source.sandbox, f"cd {REF_DIR} && find . -maxdepth 1 -type f -printf '%f\\n'", timeout=30)
-    names = [line for line in listing.output.splitlines() if line.strip()]
-    for name in names:
-        path = f"{REF_DIR}/{name}"
-        data = source.sandbox.read_file(path)
-        target.sandbox.write_file(path, data)
+    box = source.sandbox
+    if isinstance(box, Freezable):  # read from outside in one go (a Docker container's layers: no engine call)
+        found = {name: data for name, data in box.read_tree(REF_DIR).items() if "/" not in name}
+    else:
+        listing = harness_exec(box, f"cd {REF_DIR} && find . -maxdepth 1 -type f -printf '%f\\n'", timeout=30)
+        found = {name: box.read_file(f"{REF_DIR}/{name}") for name in listing.output.splitlines() if name.strip()}
+    files = {f"{REF_DIR}/{name}": data for name, data in found.items()}
+    if files:
+        target.sandbox.write_files(files)  # (one transfer)
+    for path, data in files.items():
         source.expected[path] = target.expected[path] = digest(data)
     hand_over(target.sandbox, REF_DIR, writable=False)  # no test process may change them
-    return len(names)
+    return len(files)
 
 
 @dataclass(frozen=True)
