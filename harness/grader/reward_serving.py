@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from harness.grader.config import GradeConfig
+from harness.grader.isolation import FenceError
 from harness.grader.serving import serve_rounds
 from harness.grader.states import CodeState, StepFailed, Stop, prepare_state, reason_of
 from harness.grader.timing import verdicts
@@ -70,6 +71,9 @@ def grade_service(task: Task, service: Service, patch: str, start: Callable[[str
             patched = patch_f.result()
         except StepFailed as err:
             report.update(status="patch_failed", reason=reason_of(err, "patch"), **failed)
+            return
+        except FenceError as err:  # what the patch left in its container cannot be fenced: its doing
+            report.update(status="patch_failed", reason=f"patch: after it was applied, {err}", **failed)
             return
         if (cpuset := config.timing_cpuset()) is not None:  # the servers share one CPU, the client the others
             for box in boxes.values():
