@@ -9,13 +9,14 @@ GSOBENCH := $(VENV)/gsobench
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 .PHONY: venv docker images gsobench browser hostpython uplink cputorch gpu-wheels test unit lint typecheck docs wheel-check demo bench latex cleanup
 
-# uv installs the dependencies (a minute with pip, ten seconds with uv on this machine); the venv keeps its own
-# pip for the steps below and for users.
+# uv installs the dependencies (a minute with pip, seconds with uv on this machine); the venv keeps its own pip
+# for the steps below and for users. --compile-bytecode as pip does: without .pyc files every process compiles
+# what it imports (litellm, ...) again where PYTHONDONTWRITEBYTECODE is set, as on CI (a third slower suite).
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip uv
-	$(PY) -m uv pip install -q --python $(PY) -e '.[test,ray,docs,lint,bwrap,gpu]'
+	$(PY) -m uv pip install -q --compile-bytecode --python $(PY) -e '.[test,ray,docs,lint,bwrap,gpu]'
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 venv: $(STAMP)
@@ -55,7 +56,7 @@ uplink:
 # those tests skip.
 cputorch: venv
 	@$(PY) -c 'import torch' 2>/dev/null || { ls /opt/wheels/torch-*+cpu-*.whl >/dev/null 2>&1 && \
-	  $(PY) -m uv pip install -q --python $(PY) /opt/wheels/torch-*+cpu-*.whl; } || echo "no CPU torch here: tests/test_gpukit.py skips"
+	  $(PY) -m uv pip install -q --compile-bytecode --python $(PY) /opt/wheels/torch-*+cpu-*.whl; } || echo "no CPU torch here: tests/test_gpukit.py skips"
 
 # (the `slow` variants, longer forms of tests it runs, are `make bench`'s.) Two passes. First every test but
 # the `timed` ones, three processes at a time on two cores, each taking whole files (--dist loadfile: a file's

@@ -80,8 +80,9 @@ def test_the_reference_is_credited_and_a_server_that_answers_short_is_not() -> N
     # sorting 40,000 words per request against once: several times the throughput, whatever the load beside it
     assert gold["opt_base"] and serving["metrics"]["request_throughput"]["speedup"]["patch_base"] > 2, serving
     # the reference's own change against the reference: a tie, which two rounds beside make test's other
-    # processes cannot always call (the folder family's timed test asserts that verdict, run alone)
-    assert 0.5 < serving["metrics"]["request_throughput"]["speedup"]["patch_commit"] < 2, serving["metrics"]
+    # processes cannot call (seen: 2.07 when one of the reference's launches was slowed); the folder family's
+    # timed test asserts that verdict, run alone. Here: not slower than the reference beyond such noise.
+    assert serving["metrics"]["request_throughput"]["speedup"]["patch_commit"] > 0.5, serving["metrics"]
     assert all(run["completed"] == 600 and run["short"] == 0 for state in ("base", "patch", "commit")
                for run in serving["runs"][state])
     assert half["status"] == "test_failed" and "shorter than asked" in half["reason"], half["reason"]
