@@ -25,6 +25,16 @@ def _task(root: Path = FIXTURES) -> Task:
     return task
 
 
+def _lighter(root: Path, requests: int = 150) -> Path:
+    """The fixture with fewer requests per launch (CI's time: its serving is CPU-bound beside every other test;
+    the verdicts asserted here have a margin of several times, not a few per cent)."""
+    shutil.copytree(FIXTURES / "autocomplete", root / "autocomplete")
+    toml = root / "autocomplete" / "task.toml"
+    assert "requests = 600\n" in toml.read_text()
+    toml.write_text(toml.read_text().replace("requests = 600\n", f"requests = {requests}\n"))
+    return root
+
+
 def _edit(*changes: tuple[str, str]) -> str:
     """A patch of the task's complete.py: each (old, new) replaced."""
     source = changed = MODULE.read_text()
@@ -62,8 +72,8 @@ def test_a_bad_service_table_is_one_line_naming_the_file(tmp_path: Path, table: 
 
 
 @pytest.mark.docker
-def test_the_reference_is_credited_and_a_server_that_answers_short_is_not() -> None:
-    task = _task()
+def test_the_reference_is_credited_and_a_server_that_answers_short_is_not(tmp_path: Path) -> None:
+    task = _task(_lighter(tmp_path))
     image = provider("docker").ensure_images([task], "debian:bookworm-slim", progress=lambda _m: None)[task.id]
     solved = _edit(("WORDS = make_words()\n", "WORDS = make_words()\nVOCABULARY = sorted(set(WORDS))\n"),
                    ("    vocabulary = sorted(set(WORDS))\n", "    vocabulary = VOCABULARY\n"))
@@ -83,7 +93,7 @@ def test_the_reference_is_credited_and_a_server_that_answers_short_is_not() -> N
     # processes cannot call (seen: 2.07 when one of the reference's launches was slowed); the folder family's
     # timed test asserts that verdict, run alone. Here: not slower than the reference beyond such noise.
     assert serving["metrics"]["request_throughput"]["speedup"]["patch_commit"] > 0.5, serving["metrics"]
-    assert all(run["completed"] == 600 and run["short"] == 0 for state in ("base", "patch", "commit")
+    assert all(run["completed"] == 150 and run["short"] == 0 for state in ("base", "patch", "commit")
                for run in serving["runs"][state])
     assert half["status"] == "test_failed" and "shorter than asked" in half["reason"], half["reason"]
     assert half["reward"] == 1.0 and half["score"] == 0.0 and not half["opt_base"]
@@ -95,10 +105,10 @@ def test_the_reference_is_credited_and_a_server_that_answers_short_is_not() -> N
 @pytest.mark.docker
 def test_the_runner_grades_a_harbor_service_task_end_to_end(tmp_path: Path) -> None:
     # (the no-op on Harbor tasks: test_harbor_run.py; an empty patch is refused before any service starts)
-    done = runner("tasks=harbor", f"tasks.path={FIXTURES}", "model=oracle", "rollouts=1", "grading.rounds=2",
-                  out=tmp_path, timeout=900)
+    done = runner("tasks=harbor", f"tasks.path={_lighter(tmp_path / 'tasks')}", "model=oracle", "rollouts=1",
+                  "grading.rounds=2", out=tmp_path / "out", timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
-    path = run_dir(tmp_path)
+    path = run_dir(tmp_path / "out")
     oracle = json.loads((path / "grading" / "autocomplete" / "0.json").read_text())
     assert oracle["status"] == "passed" and oracle["score_source"] == "serving", verdicts(path)
     assert oracle["serving"]["quality_differs"] == 0.0 and oracle["opt_base"], oracle["serving"]["metrics"]

@@ -62,6 +62,8 @@ def smaller_family(root: Path, requests: int = 64) -> Path:
     return root
 
 
+@pytest.mark.long("two service tasks through the runner for the oracle and the noop, every launch serving 64 "
+                  "requests: 45-63 s beside make test's other processes")
 def test_the_oracle_reaches_the_expert_on_every_service_task_and_the_noop_nothing(tmp_path: Path) -> None:
     tasks = smaller_family(tmp_path / "family")
     done = runner("-m", "model=oracle,noop", "scaffold=mini_swe", f"tasks.selector={tasks}", "rollouts=1",

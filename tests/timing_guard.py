@@ -38,7 +38,7 @@ LONG_FILES = {"tests/test_runner.py": 345, "tests/test_ray.py": 290, "tests/test
               "tests/test_harbor_run.py": 83, "tests/test_installed.py": 81, "tests/test_autolab_fixtures.py": 77,
               "tests/test_bwrap_host.py": 69, "tests/test_sandbox_conformance.py": 65,
               "tests/test_installed_claude.py": 63, "tests/test_grading.py": 62, "tests/test_gpukit.py": 60,
-              "tests/test_terminus.py": 56, "tests/test_harbor_serve.py": 70}
+              "tests/test_terminus.py": 56, "tests/test_harbor_serve.py": 60}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
