@@ -106,6 +106,14 @@ def live_pids(listed: Iterable[int]) -> tuple[int, ...]:
     return tuple(sorted(pid for pid in set(listed) if os.path.exists(f"/proc/{pid}")))
 
 
+def _listed_pids(lib: Any, handle: Any) -> tuple[int, ...]:
+    """The running compute processes NVML lists on the device `handle` (host pids); none where it cannot say."""
+    try:
+        return live_pids(int(p.pid) for p in lib.nvmlDeviceGetComputeRunningProcesses(handle))
+    except lib.NVMLError:
+        return ()
+
+
 def compute_pids(gpu: Gpu) -> tuple[int, ...]:
     """The running compute processes NVML lists on `gpu` (host pids); none where NVML cannot say."""
     with nvml() as lib:
@@ -113,9 +121,9 @@ def compute_pids(gpu: Gpu) -> tuple[int, ...]:
             return ()
         try:
             handle = lib.nvmlDeviceGetHandleByUUID(gpu.uuid)
-            return live_pids(int(p.pid) for p in lib.nvmlDeviceGetComputeRunningProcesses(handle))
         except lib.NVMLError:
             return ()
+        return _listed_pids(lib, handle)
 
 
 def read(gpu: Gpu) -> Reading | None:
@@ -140,11 +148,7 @@ def read(gpu: Gpu) -> Reading | None:
                 counters.append((name, int(status.violationTime)))
             except (lib.NVMLError, AttributeError):
                 continue
-        try:
-            pids = live_pids(int(p.pid) for p in lib.nvmlDeviceGetComputeRunningProcesses(handle))
-        except lib.NVMLError:
-            pids = ()
-        return replace(reading, violation_ns=tuple(counters), processes=pids)
+        return replace(reading, violation_ns=tuple(counters), processes=_listed_pids(lib, handle))
 
 
 def utilization_samples(gpu: Gpu, since_us: int) -> list[tuple[int, int]] | None:

@@ -11,6 +11,7 @@ from harness.grader.config import MEASURED, GradeConfig, patch_sha256
 from harness.grader.grade import grade, grade_patches
 from harness.grader.gso_reports import write_gso_layout
 from harness.grader.predictions import Prediction
+from harness.grader.states import run_solution
 from harness.metrics.summary import RolloutMetrics, summarize
 from harness.sandbox.interface import SandboxError, TaskImages
 from harness.sandbox.providers import DEFAULT_PROVIDER, SandboxProvider, provider
@@ -147,9 +148,7 @@ def gold_patch(task: Task, images: TaskImages, sandboxes: SandboxProvider) -> st
         return task.expert_patch
     box = sandboxes.start(images.agent, labels={"optrunner.role": "validate-solution"})
     try:
-        for name, data, _mode in task.solution_files:
-            box.write_file(f"/solution/{name}", data)
-        solved = box.exec("bash /solution/solve.sh", timeout=task.build_timeout, cwd=box.workdir)
+        solved = run_solution(box, task)
         if solved.exit_code != 0:  # the task is broken: validate says so in one line
             raise SandboxError(f"{task.id}: solution/solve.sh failed: {solved.output.strip()[-300:]}")
         return box.diff()

@@ -46,7 +46,7 @@ from harness import gpus
 from harness.gpus.clocks import ClockLock
 from harness.grader.patch_paths import UnreadablePatch, read_section, sections, with_final_newline
 from harness.grader.reward_serving import grade_service
-from harness.grader.states import PATCH_PATH
+from harness.grader.states import PATCH_PATH, run_solution
 from harness.sandbox.interface import (ExecResult, FileChanged, Freezable, Sandbox, SandboxError, harness_exec,
                                        pin_if_possible)
 from harness.sandbox.providers import SandboxProvider
@@ -286,9 +286,7 @@ def _calibrate(task: Task, check: RewardCheck, goal: Objective, patch_box: Sandb
         return {"score": None, "reason": "no solution/solve.sh to measure the reference with"}
     states = {"base": start("base"), "patch": patch_box, "reference": start("reference")}
     ref = states["reference"]
-    for name, data, _mode in task.solution_files:
-        ref.write_file(f"/solution/{name}", data)
-    solved = ref.exec("bash /solution/solve.sh", timeout=task.build_timeout, cwd=ref.workdir)
+    solved = run_solution(ref, task)
     if solved.exit_code != 0:
         return {"score": None, "reason": f"solution/solve.sh failed: {solved.output.strip()[-300:]}"}
     cpuset = config.timing_cpuset()

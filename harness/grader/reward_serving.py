@@ -20,7 +20,7 @@ from typing import Any
 from harness.grader.config import GradeConfig
 from harness.grader.isolation import FenceError
 from harness.grader.serving import serve_rounds
-from harness.grader.states import CodeState, StepFailed, Stop, prepare_state, reason_of
+from harness.grader.states import CodeState, StepFailed, Stop, prepare_state, reason_of, run_solution
 from harness.grader.timing import verdicts
 from harness.gpus import Gpu
 from harness.sandbox.interface import Sandbox, pin_if_possible
@@ -30,9 +30,7 @@ from harness.tasks.task import Task
 
 def _reference(box: Sandbox, task: Task) -> CodeState:
     """The reference solution's state: solve.sh (the task's, trusted) run as root, then frozen like any other."""
-    for name, data, _mode in task.solution_files:
-        box.write_file(f"/solution/{name}", data)
-    solved = box.exec("bash /solution/solve.sh", timeout=task.build_timeout, cwd=box.workdir)
+    solved = run_solution(box, task)
     if solved.exit_code != 0:
         raise StepFailed("solution/solve.sh", solved.output)
     return prepare_state("reference", box, task)

@@ -19,7 +19,8 @@ from pathlib import Path
 from harness.grader.freeze import changed_files, digest, freeze, tool_changes
 from harness.grader.isolation import Fence, Outside, fence, hand_over, parse, precompile, wrap
 from harness.grader.patch_paths import UnreadablePatch, section_paths, sections, with_final_newline
-from harness.sandbox.interface import TESTBED, TRUSTED_ENV, Freezable, Sandbox, harness_exec, is_excluded
+from harness.sandbox.interface import (TESTBED, TRUSTED_ENV, ExecResult, Freezable, Sandbox, harness_exec,
+                                       is_excluded)
 from harness.sandbox.processes import FreshProcesses
 from harness.tasks.task import OFFLINE_ENV, Task
 
@@ -124,6 +125,13 @@ def install(sandbox: Sandbox, task: Task) -> None:
         done = sandbox.exec(cmd, timeout=task.build_timeout)
         if done.exit_code != 0:
             raise StepFailed(f"install command '{cmd}'", done.output)
+
+
+def run_solution(sandbox: Sandbox, task: Task) -> ExecResult:
+    """A task's reference solution (Harbor's solution/: solve.sh and its files) copied to /solution in one
+    transfer and run as root from the working directory: the task's own code, as the task ships it."""
+    sandbox.write_files({f"/solution/{name}": data for name, data, _mode in task.solution_files})
+    return sandbox.exec("bash /solution/solve.sh", timeout=task.build_timeout, cwd=sandbox.workdir)
 
 
 def checkout(sandbox: Sandbox, commit: str, timeout: float = 300) -> None:
