@@ -151,5 +151,7 @@ def test_the_wall_clock_stops_an_installed_agent(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     (record,) = results(run_dir(tmp_path))
     assert record["exit_reason"] == "time_limit", record["exit_message"]
-    assert record["details"]["agent"]["exit_code"] == 124 and record["wall_time_s"] < 60
+    # timeout(1) inside the sandbox (124) and the runner's own clock (which TERMs the agent: 143) race for the
+    # same deadline; on a loaded machine either may come first, and both are the wall clock stopping it
+    assert record["details"]["agent"]["exit_code"] in (124, 143) and record["wall_time_s"] < 60
     assert containers_of(done.pid) == []  # type: ignore[attr-defined]

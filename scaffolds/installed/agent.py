@@ -54,6 +54,9 @@ class InstalledConfig:
     # sandbox that shares a network namespace (bwrap with the network) never meets another's gateway.
     port: int = 0
     args: str = ""  # more arguments for the agent's command line (shell words), e.g. a config of its own
+    # Whether the agent's messages may name images or files by a remote URL. litellm fetches some of those
+    # on the runner's host, outside the sandbox: off, the gateway refuses such a call (data: URLs pass).
+    remote_media: bool = False
 
     def __post_init__(self) -> None:
         agent_spec(self.agent)  # ValueError (one line) for an unknown agent
@@ -116,6 +119,12 @@ class Session:
             self.rec.act(action, Observation(text, len(text)))
         self.pending = []
 
+    def closed(self, why: str) -> None:
+        """The gateway closed the token (too many refused requests): the episode ends, the agent is stopped."""
+        if self.end is None:  # (not under the lock: a call in flight holds it for as long as the model takes)
+            self.end = EpisodeEnd(f"optrunner: {why}", ExitReason.ERROR)
+        self.ended.set()
+
     def finish(self) -> None:
         with self.lock:
             for action in self.pending:  # the last reply's calls: run, but never reported back
@@ -146,7 +155,8 @@ class InstalledScaffold:
                                 "registry": self.spec.registry, "package": self.spec.package}
         session = Session(rec)
         gate = gateway()
-        token = gate.open(session, model=_served_name(model))
+        token = gate.open(session, model=_served_name(model), remote_media=self.config.remote_media,
+                          on_close=session.closed)
         listener = None
         try:
             if not isinstance(sandbox, Listenable):

@@ -6,6 +6,7 @@ HTTP/1.1 with kept-alive connections, as the SDKs' connection pools expect. `ser
 """
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import logging
@@ -18,10 +19,11 @@ from urllib.parse import urlsplit
 
 from harness.models.errors import ModelError, first_line
 from harness.models.gateway.session import CallUsage, GatewayCall, Refused, Session
-from harness.models.gateway.wire import KINDS, Wire
+from harness.models.gateway.wire import KINDS, Wire, remote_url
 
 log = logging.getLogger(__name__)
-IDLE_TIMEOUT_S = 600.0  # a kept-alive connection silent this long is closed (also a stalled upload)
+IDLE_TIMEOUT_S = 600.0  # a kept-alive connection silent this long between requests is closed
+READ_TIMEOUT_S = 60.0  # from a request's first byte, its headers and body must be in within this
 
 
 class HttpError(Exception):
@@ -53,6 +55,24 @@ class Connection(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # the base class's parameter names
         pass  # the call log is the record; nothing goes to stderr per request
 
+    def handle_one_request(self) -> None:
+        """Wait (up to the idle timeout) for the next request on the connection, then read it under a
+        deadline the server enforces (`_Server.read_by`): a trickled request cannot hold a connection."""
+        self.connection.settimeout(IDLE_TIMEOUT_S)
+        try:
+            waiting = self.rfile.peek(1)  # type: ignore[attr-defined]  # a BufferedReader
+        except OSError:  # timed out, or reset
+            waiting = b""
+        if not waiting:
+            self.close_connection = True
+            return
+        self.connection.settimeout(READ_TIMEOUT_S)
+        self.server.read_by(time.monotonic() + READ_TIMEOUT_S)
+        try:
+            super().handle_one_request()
+        finally:
+            self.server.read_by(None)
+
     def do_GET(self) -> None:  # noqa: N802 - http.server's names
         self._handle("GET")
 
@@ -77,20 +97,24 @@ class Connection(BaseHTTPRequestHandler):
         token = self._token()
         only = self.server.token
         session = gateway.session(token) if only is None or hmac.compare_digest(token.encode(), only.encode()) else None
-        if session is None:
-            self._send_error(wire, 401, "invalid or missing gateway token")
+        if session is None or session.closed:
+            self._send_error(wire, 401, session.closed if session else "invalid or missing gateway token")
             return
         body: Any = None
+        raw = b""
         if method == "POST":
             try:
-                body = self._json_body(gateway.max_body_bytes)
+                raw = self._body(gateway.max_body_bytes)
+                body = _json(raw)
             except HttpError as exc:
-                if local is None:  # a model call that could not be read is logged too
+                if local is None:  # a model call that could not be read is logged too (its digest, not its body)
                     session.record(GatewayCall(wire=wire.name, path=path, request=None, messages=None, tools=None,
                                                reply=None, status=exc.status, error=exc.message,
+                                               request_bytes=len(raw), request_sha256=_digest(raw),
                                                gateway_s=time.perf_counter() - started))
                 self._send_error(wire, exc.status, exc.message)
                 return
+        self.server.read_by(None)  # read: answering may take as long as the model does
         if local is not None:
             try:
                 answer = local[1](body, session.model)
@@ -103,15 +127,19 @@ class Connection(BaseHTTPRequestHandler):
                 return
             self._send(200, json.dumps(answer).encode(), "application/json")
             return
-        self._model_call(wire, session, path, body, started)
+        self._model_call(wire, session, path, body, raw, started)
 
-    def _model_call(self, wire: Wire, session: Session, path: str, body: Any, started: float) -> None:
-        call = GatewayCall(wire=wire.name, path=path, request=body, messages=None, tools=None, reply=None, status=200)
+    def _model_call(self, wire: Wire, session: Session, path: str, body: Any, raw: bytes, started: float) -> None:
+        call = GatewayCall(wire=wire.name, path=path, request=body, messages=None, tools=None, reply=None, status=200,
+                           request_bytes=len(raw), request_sha256=_digest(raw))
         kind = code = None
         events: list[bytes] | None = None
         try:
             request = wire.parse(body)
             call.messages, call.tools, call.stream = request.messages, request.tools, request.stream
+            if not session.remote_media and (url := remote_url(request.messages)):
+                raise Refused(f"a message names an image or file by a remote URL ({url[:100]}); this gateway "
+                              "serves them inline only (a data: URL)")
             handler_started = time.perf_counter()
             try:
                 reply = session.handler(list(request.messages), request.tools, dict(request.params))
@@ -140,6 +168,8 @@ class Connection(BaseHTTPRequestHandler):
             data, content_type = json.dumps(call.reply).encode(), "application/json"
         # Logged before the answer is written, so a client holding its answer finds the call logged.
         call.gateway_s = time.perf_counter() - started
+        if call.status != 200 or not self.server.gateway.keep_bodies:
+            call.request = call.messages = call.tools = call.reply = None
         session.record(call)
         try:
             self._send(call.status, data, content_type, extra)
@@ -153,13 +183,6 @@ class Connection(BaseHTTPRequestHandler):
         if authorization[:7].lower() == "bearer ":
             return authorization[7:].strip()
         return (self.headers.get("x-api-key") or "").strip()
-
-    def _json_body(self, limit: int) -> Any:
-        raw = self._body(limit)
-        try:
-            return json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise HttpError(400, f"the request body is not valid JSON ({exc})") from None
 
     def _body(self, limit: int) -> bytes:
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
@@ -226,3 +249,14 @@ class Connection(BaseHTTPRequestHandler):
     @staticmethod
     def _error_body(wire: Wire, status: int, message: str, kind: str | None = None, code: str | None = None) -> bytes:
         return json.dumps(wire.error(status, kind or KINDS.get(status, "api_error"), message, code)).encode()
+
+
+def _json(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise HttpError(400, f"the request body is not valid JSON ({exc})") from None
+
+
+def _digest(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest() if raw else ""

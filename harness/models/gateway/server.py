@@ -19,6 +19,7 @@ import socket
 import threading
 import time
 from http.server import HTTPServer
+from collections.abc import Callable
 from typing import Any
 
 from harness.models.gateway.anthropic_messages import AnthropicMessages
@@ -29,7 +30,11 @@ from harness.models.gateway.session import GatewayCall, Handler, Session
 from harness.models.gateway.wire import Wire
 
 log = logging.getLogger(__name__)
-MAX_BODY_BYTES = 32 * 1024 * 1024
+# Bounds on what one agent can make the runner hold (every rollout's agent shares the runner's threads and
+# memory). A long conversation's request is ~1 MB; an inlined screenshot a few.
+MAX_BODY_BYTES = 8 * 1024 * 1024
+MAX_CONNECTIONS = 16  # open connections per served socket (a rollout's own port): one thread each
+MAX_REFUSALS = 32  # refused model calls a session takes before its token is closed
 WIRES: tuple[Wire, ...] = (OpenAIChat(), AnthropicMessages(), OpenAIResponses())
 
 
@@ -46,14 +51,49 @@ class _Server(HTTPServer):
         self.gateway = gateway
         self.token = token  # the only session this socket answers (a rollout's own port), or any
         self._connections: dict[threading.Thread, socket.socket] = {}
+        self._read_by: dict[threading.Thread, float] = {}  # requests being read: when they must be in
         self._lock = threading.Lock()
+        self.turned_away = 0  # connections closed at once: the socket had max_connections open
 
     def process_request(self, request: Any, client_address: Any) -> None:
+        with self._lock:
+            full = len(self._connections) >= self.gateway.max_connections
+        if full:  # answered from the accept loop, without a thread: a short 503, then closed
+            self.turned_away += 1
+            try:
+                request.setblocking(False)
+                request.send(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n"
+                             b"Retry-After: 1\r\n\r\n")
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
         thread = threading.Thread(target=self._serve_connection, args=(request, client_address),
                                   name="gateway-connection", daemon=True)
         with self._lock:
             self._connections[thread] = request
         thread.start()
+
+    def read_by(self, deadline: float | None) -> None:
+        """The calling connection's request (headers and body) must be read by `deadline` (monotonic), or
+        its connection is shut (None: no deadline, e.g. while its call is answered)."""
+        with self._lock:
+            if deadline is None:
+                self._read_by.pop(threading.current_thread(), None)
+            else:
+                self._read_by[threading.current_thread()] = deadline
+
+    def service_actions(self) -> None:
+        """Each turn of the accept loop (every 50 ms): shut the connections whose request is late, a
+        slow sender's (one byte a minute) as much as a stalled one's."""
+        now = time.monotonic()
+        with self._lock:
+            late = [self._connections[t] for t, by in self._read_by.items() if by < now and t in self._connections]
+        for conn in late:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def _serve_connection(self, request: Any, client_address: Any) -> None:
         try:
@@ -64,6 +104,7 @@ class _Server(HTTPServer):
             self.shutdown_request(request)
             with self._lock:
                 self._connections.pop(threading.current_thread(), None)
+                self._read_by.pop(threading.current_thread(), None)
 
     def end_connections(self, deadline: float) -> None:
         """Wake every connection thread (a kept-alive one waits in a read) and wait for them."""
@@ -81,8 +122,14 @@ class _Server(HTTPServer):
 class Gateway:
     """The run's model gateway. Thread-safe; `shutdown` (or leaving a `with` block) stops it."""
 
-    def __init__(self, max_body_bytes: int = MAX_BODY_BYTES) -> None:
+    def __init__(self, max_body_bytes: int = MAX_BODY_BYTES, max_connections: int = MAX_CONNECTIONS,
+                 max_refusals: int = MAX_REFUSALS, keep_bodies: bool = False) -> None:
+        """`keep_bodies`: keep each served call's request, messages, tools and reply in the call log (the
+        tests read them; a rollout keeps only the last conversation, so by default they are not kept)."""
         self.max_body_bytes = max_body_bytes
+        self.max_connections = max_connections
+        self.max_refusals = max_refusals
+        self.keep_bodies = keep_bodies
         self.wires = {path: wire for wire in WIRES for path in wire.paths}
         self.local = {key: (wire, answer) for wire in WIRES for key, answer in wire.local().items()}
         self.fallback = WIRES[0]  # whose error body an unknown path gets
@@ -121,11 +168,14 @@ class Gateway:
         with self._lock:
             return [server.server_address for server, _thread in self._servers]
 
-    def open(self, handler: Handler, model: str = "optrunner") -> str:
-        """Register a rollout; its token, fresh and unguessable. `model`: the name /v1/models reports."""
+    def open(self, handler: Handler, model: str = "optrunner", remote_media: bool = False,
+             on_close: Callable[[str], None] | None = None) -> str:
+        """Register a rollout; its token, fresh and unguessable. `model`: the name /v1/models reports;
+        `remote_media` and `on_close`: see `Session`."""
         token = secrets.token_urlsafe(32)
         with self._lock:
-            self._sessions[token] = Session(token=token, handler=handler, model=model)
+            self._sessions[token] = Session(token=token, handler=handler, model=model, max_refusals=self.max_refusals,
+                                            remote_media=remote_media, on_close=on_close)
         return token
 
     def close(self, token: str) -> list[GatewayCall]:

@@ -59,11 +59,15 @@ class GatewayCall:
     reading, translating, encoding."""
     wire: str  # openai_chat, anthropic_messages or openai_responses
     path: str
-    request: Any  # the body as received, parsed JSON (None when it was not JSON)
-    messages: list[dict[str, Any]] | None  # what the handler got (None: it was not called)
+    # The bodies: kept only by a gateway made with keep_bodies=True, and then for served calls only (a
+    # refused request is its size and digest): the log must not grow with what an agent sends.
+    request: Any  # the body as received, parsed JSON (None when it was not JSON, or not kept)
+    messages: list[dict[str, Any]] | None  # what the handler got (None: it was not called, or not kept)
     tools: list[dict[str, Any]] | None
     reply: dict[str, Any] | None  # the wire reply (for a stream, the complete object the stream carried)
     status: int
+    request_bytes: int = 0  # the body's size as received (after decompression)
+    request_sha256: str = ""  # its digest, kept whatever the outcome
     stream: bool = False
     usage: CallUsage | None = None
     gateway_s: float = 0.0
@@ -77,16 +81,35 @@ class GatewayCall:
 
 @dataclass
 class Session:
-    """A registered rollout: its token, its handler and the log of its calls."""
+    """A registered rollout: its token, its handler and the log of its calls.
+
+    `max_refusals`: refused model calls (any answer of 400 and above) the session takes; the next one
+    closes it (every later request gets 401 saying why) and `on_close` is told why, once: an agent that
+    only sends what is refused is stopped rather than served forever. `remote_media`: whether messages
+    may name images or files by a remote URL (which litellm fetches from the runner's host for some
+    providers: a way out of a sandbox with no network); off, such a call is refused."""
     token: str
     handler: Handler
     model: str  # the name /v1/models reports
+    max_refusals: int = 32
+    remote_media: bool = False
+    on_close: Callable[[str], None] | None = None
     calls: list[GatewayCall] = field(default_factory=list)
+    refusals: int = 0
+    closed: str | None = None  # why the session was closed, once it was
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def record(self, call: GatewayCall) -> None:
+        closed = None
         with self.lock:
             self.calls.append(call)
+            if call.status >= 400:
+                self.refusals += 1
+                if self.refusals > self.max_refusals and self.closed is None:
+                    closed = self.closed = (f"the gateway closed this token after {self.refusals} refused "
+                                            f"requests (the last: {call.status} {call.error})")
+        if closed is not None and self.on_close is not None:
+            self.on_close(closed)
 
     def log(self) -> list[GatewayCall]:
         with self.lock:

@@ -8,6 +8,7 @@ content, cut into the events the format's clients parse.
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -122,3 +123,29 @@ def plain(value: Any) -> Any:
 
 def pick(body: dict[str, Any], *keys: str) -> dict[str, Any]:
     return {k: body[k] for k in keys if body.get(k) is not None}
+
+
+# Content parts that carry text the model reads; every other part (image_url, file, input_audio, video_url,
+# document, ...) may be fetched by litellm when it names a URL.
+TEXT_PARTS = frozenset({"text", "input_text", "output_text", "thinking", "redacted_thinking", "refusal"})
+_URL = re.compile(r"^\s*[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def remote_url(messages: list[dict[str, Any]]) -> str | None:
+    """The first remote URL (any scheme but data:) a non-text content part names, or None. For some
+    providers litellm downloads such an image or file on the runner's host before the call."""
+    def first(value: Any) -> str | None:
+        if isinstance(value, str):
+            return value if _URL.match(value) else None
+        items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        for item in items:
+            if (found := first(item)) is not None:
+                return found
+        return None
+
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        for part in content if isinstance(content, list) else ():
+            if isinstance(part, dict) and part.get("type") not in TEXT_PARTS and (found := first(part)) is not None:
+                return found
+    return None
