@@ -33,6 +33,7 @@ from harness.sandbox.interface import (NoPatch, PatchTooLarge, Sandbox, SandboxE
                                        close_quietly, pin_if_possible)
 from harness.sandbox.providers import SandboxProvider, WaitsReady
 from harness.tasks.task import Task
+from runner import late_calls
 from runner.checkpoints import CheckpointDir, checkpoint_dir
 from runner.config import ConfigError, RunConf
 from harness.grader.config import patch_sha256
@@ -264,13 +265,15 @@ class RolloutRunner:
                     break
             if live.stop_reason == ExitReason.INTERRUPTED:
                 raise Interrupted
-            live.episode = produced["episode"].to_dict() if produced.get("episode") else None  # (kept if retried)
+            episode: Episode | None = produced.get("episode")  # (read once: an abandoned worker may end later)
+            counted = late_calls.given_up(model) if episode is None else None
+            live.episode = episode.to_dict() if episode else None  # (kept if retried)
             error = produced.get("error")
             if isinstance(error, SandboxKilledFromInside):
                 killed = str(error)
             elif isinstance(error, SandboxError):
                 raise error
-            episode_patch = produced["episode"].patch if produced.get("episode") else None
+            episode_patch = episode.patch if episode else None
             # The scaffold's rule: the container's diff, or (mini_swe's upstream option) what it submitted.
             try:
                 patch = sandbox.diff() if episode_patch is None else episode_patch
@@ -294,9 +297,13 @@ class RolloutRunner:
             # Removing a container takes ~0.5 s: the worker goes on to its next rollout meanwhile (a crash or
             # exit before it is done is covered by the provider's own exit hooks).
             threading.Thread(target=_close_and_release, args=(sandbox, given), daemon=True).start()
-        episode: Episode | None = produced.get("episode")
+        late, late_usage = late_calls.settle(model, episode, counted)  # (once the sandbox no longer matters)
         record = self._record(task, live.index, episode, model, patch, started,
                               attempts=job.attempts_before + live.attempt + 1)
+        if late is not None:
+            record.details["late_calls"] = late
+            record.usage = Usage.total([record.usage, late_usage])
+            record.cost_usd = record.usage.cost_usd if record.usage.cost_known else None
         if no_patch:
             record.details["no_patch"] = no_patch
         if too_large:

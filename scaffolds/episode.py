@@ -88,6 +88,8 @@ class Episode:
     # patch source, ...
     details: dict[str, Any] = field(default_factory=dict)
     patch: str | None = None  # the submitted patch when the scaffold's rule says so; None: the container's diff
+    # Calls answered after the episode ended (filled until the runner has waited for them): paid, not its steps.
+    late_calls: list[CallRecord] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -25,7 +25,7 @@ from typing import Any
 
 from harness.models.errors import ModelError
 from harness.models.model import Model
-from harness.models.records import ModelReply, Usage
+from harness.models.records import CallRecord, ModelReply, Usage
 from harness.sandbox.interface import Sandbox, SandboxError, SandboxKilledFromInside
 from scaffolds.checkpoint import Checkpoints, EpisodeState, step_to_dict
 from scaffolds.episode import EpisodeEnd, Episode, LimitReached, Observation, Step, Submitted
@@ -53,6 +53,12 @@ class Recorder:
         self.details: dict[str, Any] = {}  # scaffold-specific facts for the episode (mode, condensations, ...)
         self.started = time.time()
         self.usage = Usage()
+        # An answer that comes once the episode is over (an installed agent's call, served by the gateway
+        # while the agent was being stopped) is not the episode's, but it is paid: `late` (the episode's
+        # late_calls) keeps it for the runner, which waits for it (Model.settle) and adds it to the record.
+        self._counting = threading.Lock()
+        self._over = False
+        self.late: list[CallRecord] = []
         self.steps: list[Step] = []
         self.messages: list[dict[str, Any]] = []
 
@@ -104,7 +110,7 @@ class Recorder:
             self.steps.append(step)
             self._in_call = True
             try:
-                reply = self.model.query(messages, tools=tools, stop=stop)
+                reply = self.model.query(messages, tools=tools, stop=stop, account=self._count)
             except ModelError as exc:
                 reason = {"context_window": ExitReason.CONTEXT_WINDOW,
                           "transient": ExitReason.PROVIDER_ERROR}.get(exc.kind, ExitReason.MODEL_ERROR)
@@ -118,10 +124,16 @@ class Recorder:
                 saving.join()
                 self.details.setdefault("checkpoint_wait_s", []).append(round(time.perf_counter() - waited, 4))
         step.call = reply.record
-        self.usage.add(reply.record)
         if self.checkpoints.spent is not None:
             self.checkpoints.spent(step.index, reply.record)
         return reply
+
+    def _count(self, record: CallRecord) -> None:
+        with self._counting:
+            if self._over:
+                self.late.append(record)
+            else:
+                self.usage.add(record)
 
     def before_action(self) -> None:
         """Limits again before a further action of the current reply (the first was checked before the call)."""
@@ -240,7 +252,11 @@ class Recorder:
     def finish(self, end: EpisodeEnd, messages: list[dict[str, Any]] | None = None,
                submission: str = "") -> Episode:
         self._close_step()
+        with self._counting:  # from here, an answer is a late one
+            self._over = True
+            usage = copy.copy(self.usage)
         return Episode(scaffold=self.scaffold, exit_reason=end.reason, exit_message=end.message,
-                       steps=len(self.steps), actions=self.actions, wall_time_s=self.elapsed, usage=self.usage,
+                       steps=len(self.steps), actions=self.actions, wall_time_s=self.elapsed, usage=usage,
                        messages=list(messages if messages is not None else self.messages),
-                       step_records=self.steps, submission=submission, details=dict(self.details))
+                       step_records=self.steps, submission=submission, details=dict(self.details),
+                       late_calls=self.late)

@@ -15,7 +15,9 @@ import json
 import logging
 import os
 import random
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from harness.models import ratelimit, scripted
@@ -73,6 +75,11 @@ class Model:
         self.limiter = ratelimit.limiter_for(config)  # shared with every Model of this provider model
         self.calls = 0
         self.usage = Usage()
+        # Calls in flight, so the runner can wait for an answer that comes after its rollout ended (it is
+        # paid: it must be counted), and `cancelled`: no further request is sent once the rollout is over.
+        self._flight = threading.Condition()
+        self._in_flight = 0
+        self.cancelled = False
         self._extra_body: dict[str, Any] = {}
         if scripted.is_scripted(config.name):
             scripted.register(litellm_module())  # only now: a run of real models never loads the provider
@@ -147,8 +154,34 @@ class Model:
         return request
 
     def query(self, messages: list[dict[str, Any]], tools: list[dict] | None = None,
-              stop: list[str] | None = None, response_format: dict[str, Any] | None = None) -> ModelReply:
-        """One reply; `response_format` asks for JSON (OpenAI's shape: json_object or json_schema)."""
+              stop: list[str] | None = None, response_format: dict[str, Any] | None = None,
+              account: Callable[[CallRecord], None] | None = None) -> ModelReply:
+        """One reply; `response_format` asks for JSON (OpenAI's shape: json_object or json_schema).
+        `account` is given the call's record once it is answered, before the call stops being in flight
+        (`settle`): the caller's own count is complete once `settle` returns."""
+        with self._flight:
+            self._in_flight += 1
+        try:
+            reply = self._query(messages, tools, stop, response_format)
+            if account is not None:
+                account(reply.record)
+            return reply
+        finally:
+            with self._flight:
+                self._in_flight -= 1
+                self._flight.notify_all()
+
+    def cancel(self) -> None:
+        """No further request is sent (a call's next try included): its rollout is over."""
+        self.cancelled = True
+
+    def settle(self, timeout_s: float) -> bool:
+        """Wait until no call is in flight (its answer counted), at most `timeout_s`; whether none is."""
+        with self._flight:
+            return self._flight.wait_for(lambda: self._in_flight == 0, timeout_s)
+
+    def _query(self, messages: list[dict[str, Any]], tools: list[dict] | None, stop: list[str] | None,
+               response_format: dict[str, Any] | None) -> ModelReply:
         lm = litellm_module()
         cfg = self.config
         request = self._request(messages, tools, stop, response_format)
@@ -167,6 +200,9 @@ class Model:
                                      ) from last_429
                 gate_waited += ticket.gate_wait_s
                 waited += ticket.waited_s
+                if self.cancelled:
+                    self.limiter.failed(ticket)
+                    raise ModelError("error", f"{cfg.name}: not sent: the rollout ended before this call")
                 attempts += 1
                 if "extra_body" in request and scripted.is_scripted(cfg.name):
                     request["extra_body"]["attempt"] = attempts  # a scripted fault may hit the first try only
