@@ -60,25 +60,36 @@ class Folder:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
 
+    def _path(self, name: str) -> Path:
+        """A file of the folder itself: names come from checkpoint files, which a copied run may have altered."""
+        if not plain_name(name):
+            raise ValueError(f"{name!r} is not a file name of the checkpoints folder")
+        return self.root / name
+
     def read(self, name: str) -> bytes | None:
         try:
-            return (self.root / name).read_bytes()
+            return self._path(name).read_bytes()
         except OSError:
             return None
 
     def write(self, name: str, data: bytes) -> None:
-        write_bytes(self.root / name, data)
+        write_bytes(self._path(name), data)
 
     def append(self, name: str, line: str) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        with (self.root / name).open("a") as out:  # flushed on close: a kill loses at most this line
+        with self._path(name).open("a") as out:  # flushed on close: a kill loses at most this line
             out.write(line + "\n")
 
     def remove(self, name: str) -> None:
-        (self.root / name).unlink(missing_ok=True)
+        self._path(name).unlink(missing_ok=True)
 
     def where(self, name: str) -> str:
-        return str((self.root / name).resolve())
+        return str(self._path(name).resolve())
+
+
+def plain_name(name: object) -> bool:
+    """A name that stays in its folder: no separator, not `.` or `..`, no NUL."""
+    return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\x00" not in name
 
 
 class CheckpointDir:
@@ -135,7 +146,8 @@ class CheckpointDir:
             data = json.loads(self.files.read(self.name(task_id, index)) or b"")
         except ValueError:
             return None
-        ok = isinstance(data, dict) and isinstance(data.get("state"), dict) and data["state"].get("format") == FORMAT
+        ok = isinstance(data, dict) and isinstance(data.get("state"), dict) and data["state"].get("format") == FORMAT \
+            and isinstance(data.get("archives") or [], list) and all(plain_name(a) for a in data.get("archives") or [])
         return data if ok and kept.current(data) is not None else None
 
     def _write(self, task_id: str, index: int, found: dict[str, Any]) -> None:

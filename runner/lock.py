@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import os
 import socket
+import stat
 import time
 from pathlib import Path
 from types import TracebackType
@@ -41,7 +42,18 @@ class RunLock:
         if self._fd is not None:
             return
         self.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        # Never through a link: a copied run directory whose .lock links (or is hard-linked) to another
+        # file would have that file emptied and rewritten below.
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+        except OSError as exc:
+            raise ConfigError(f"{self.path} cannot be the run's lock file ({exc.strerror}); remove it, "
+                              "then run this again") from None
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            os.close(fd)
+            raise ConfigError(f"{self.path} is not a plain file of its own (a link, a device or a pipe); remove "
+                              "it, then run this again")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

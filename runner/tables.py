@@ -149,11 +149,19 @@ def flat_row(row: Mapping[str, Any], judge_ids: Sequence[str] = ()) -> dict[str,
 def _csv(records: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(columns)
+    writer.writerow([_cell(c) for c in columns])
     # repr of a float reads back to the same float; None is an empty cell
-    writer.writerows([["" if r[c] is None else repr(r[c]) if isinstance(r[c], float) else r[c] for c in columns]
+    writer.writerows([["" if r[c] is None else repr(r[c]) if isinstance(r[c], float) else _cell(r[c]) for c in columns]
                       for r in records])
     return buffer.getvalue()
+
+
+def _cell(value: Any) -> Any:
+    """Text a spreadsheet would run as a formula (`=`, `+`, `-`, `@`, tab, CR first: names come from other
+    people's runs' configs) gets a leading `'`, which spreadsheets show as text; numbers stay numbers."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
 
 
 def systems_csv(rows: Sequence[Mapping[str, Any]]) -> str:

@@ -83,9 +83,10 @@ def _recorded(provenance: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def _stored(path: Path, pred: Prediction, config: GradeConfig) -> dict[str, Any] | None:
-    """A finished report for the same patch under the same grading settings, if one is on disk."""
+    """A finished report for the same patch under the same grading settings, if one is on disk; a report
+    with status error (infrastructure: the engine failed) is not finished, so graded again (as `grade` does)."""
     report = read_json(path)
-    if not isinstance(report, dict):
+    if not isinstance(report, dict) or report.get("status") == "error":
         return None
     return report if config.matches(report, patch_sha256(pred.model_patch)) else None
 

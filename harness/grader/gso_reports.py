@@ -18,6 +18,7 @@ import numpy as np
 
 from harness.atomic import write_json
 from harness.grader.config import MEASURED
+from harness.grader.predictions import model_folder
 
 SCHEMA_VERSION = 1
 RATIO_KEYS = (("patch_commit", "commit", "patch"), ("patch_base", "base", "patch"), ("commit_base", "base", "commit"))
@@ -123,7 +124,9 @@ def write_gso_layout(root: Path, run_id: str, predictions: Mapping[str, Mapping[
     predictions = {iid: p for iid, p in predictions.items() if iid not in rewarded}
     instance_ids = [iid for iid in instance_ids if iid not in rewarded]
     first = next(iter(predictions.values()), {})
-    model = str(first.get("model_name_or_path") or "None").replace("/", "__")
+    model = model_folder(str(first.get("model_name_or_path") or "None"))
+    if model is None:  # (predictions files are checked when read; a run's model name is its config's)
+        raise ValueError(f"the model name {first.get('model_name_or_path')!r} cannot name a folder of GSO's layout")
     folder = root / "logs" / "run_evaluation" / run_id / model
     bodies = {}
     for iid, report in reports.items():

@@ -117,6 +117,10 @@ def load_predictions(path: Path, known_ids: set[str], gso_compat: bool = False,
             raise PredictionsError(f"{where}: the key and its 'instance_id' ({instance_id!r}) differ")
         if patch is not None and not isinstance(patch, str):
             raise PredictionsError(f"{where}: 'model_patch' should be a string (a diff) or null")
+        model_name = record.get("model_name_or_path")
+        if model_name is not None and not isinstance(model_name, str) or model_folder(model_name or "x") is None:
+            raise PredictionsError(f"{where}: 'model_name_or_path' {model_name!r} cannot name a folder of GSO's "
+                                   "report layout; give the model a name")
         if instance_id not in known_ids:
             if gso_compat:
                 warn(f"{where}: dropping a prediction for '{instance_id}', which is not among the selected tasks")
@@ -135,3 +139,10 @@ def load_predictions(path: Path, known_ids: set[str], gso_compat: bool = False,
     if not out:
         raise PredictionsError(f"{path}: none of its predictions is for a selected task")
     return list(out.values())
+
+
+def model_folder(name: str) -> str | None:
+    """The folder GSO's report layout names after a model (`/` -> `__`, as GSO does); None for a name that
+    would leave the layout's folder or name none (".", "..", NUL)."""
+    folder = name.replace("/", "__")
+    return None if folder in ("", ".", "..") or "\x00" in folder else folder

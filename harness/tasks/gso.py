@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import re
 import socket
 import sys
 from collections.abc import Callable
@@ -52,8 +53,8 @@ GSO_HIGH_RESOURCES: Resources = {"cpus": 8.0, "memory": "32g", "build_timeout": 
 FIELDS: dict[str, tuple[str, str]] = {
     "instance_id": ("str", "a string such as 'owner__repo-1a2b3c4'"),
     "repo": ("str", "the repository as 'owner/name'"),
-    "base_commit": ("str", "a commit sha"),
-    "opt_commit": ("str", "a commit sha"),
+    "base_commit": ("sha", "a commit sha (7 to 40 hex digits)"),
+    "opt_commit": ("sha", "a commit sha (7 to 40 hex digits)"),
     "api": ("str", "a string"),
     "prob_script": ("str", "a string"),
     "tests": ("list", "a list of test scripts"),
@@ -149,8 +150,9 @@ def check_rows(rows: list[dict[str, Any]], where: str, warn: Warn = lambda _m: N
         label = f"row {number}" + (f" ({name})" if isinstance(name, str) else "")
         for column, (kind, expected) in FIELDS.items():
             if not _typed(row.get(column), kind):
-                raise TaskError(f"{where}: column '{column}' of {label} should be {expected}, "
-                                f"got {type(row.get(column)).__name__}")
+                value = row.get(column)  # (a sha is shown: it reaches git commands)
+                got = repr(value)[:80] if kind == "sha" and isinstance(value, str) else type(value).__name__
+                raise TaskError(f"{where}: column '{column}' of {label} should be {expected}, got {got}")
         assert isinstance(name, str)  # (a string: checked with the FIELDS above)
         if name in seen:
             raise TaskError(f"{where}: instance_id '{name}' appears twice")
@@ -162,6 +164,8 @@ def _typed(value: Any, kind: str) -> bool:
         return isinstance(value, list) and all(isinstance(item, str) for item in value)
     if kind == "time":
         return isinstance(value, (str, datetime.date))
+    if kind == "sha":
+        return isinstance(value, str) and re.fullmatch(r"[0-9a-fA-F]{7,40}", value) is not None
     return isinstance(value, str)
 
 

@@ -9,6 +9,7 @@ model's diff, as the grader leaves them out when it applies the patch.
 from __future__ import annotations
 
 import ast
+import hashlib
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -89,7 +90,14 @@ class Evidence:
     def variables(self) -> dict[str, Any]:
         """What the prompt templates read."""
         return {"task_id": self.task_id, "api": self.api, "tests": self.tests, "expert_diff": self.expert_diff,
-                "model_diff": self.model_diff, "grading": self.grading, "flags": list(self.flags)}
+                "model_diff": self.model_diff, "grading": self.grading, "flags": list(self.flags),
+                "boundary": self.boundary}
+
+    @property
+    def boundary(self) -> str:
+        """The marker around the model's diff, the agent's own text: named after the diff's digest, which the
+        diff cannot contain, so no patch can end the block early and write instructions after it."""
+        return "PATCH-" + hashlib.sha256(self.model_diff.encode()).hexdigest()[:20]
 
 
 def evidence_for(task: Task, patch: str, report: dict[str, Any] | None, part_chars: int = 3000,

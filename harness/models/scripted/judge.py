@@ -22,7 +22,7 @@ DEFAULT = {"hack": False, "kinds": [], "description": "The change speeds up the 
            "targeting": "same", "targeting_reason": "It works on the expert's bottleneck.",
            "approach": "similar", "approach_reason": "It uses the expert's technique."}
 HACK_DESCRIPTION = "The speed comes from a shortcut that only the tests' workload takes."
-_DIFF = re.compile(r"## The model's change.*?```diff\n(.*?)```", re.S)
+_DIFF = re.compile(r"## The model's change.*?\n(PATCH-[0-9a-f]+) BEGIN\n(.*?)\n\1 END", re.S)
 
 
 def _text(message: dict[str, Any]) -> str:
@@ -49,7 +49,7 @@ def reply(script: dict[str, Any], messages: list[dict[str, Any]], response_forma
     """The reply to call `index` (faults with an HTTP status are raised by the provider, not here)."""
     kind = kind_of(messages, response_format)
     found = _DIFF.search(_text(messages[1]) if len(messages) > 1 else "")
-    diff = found.group(1) if found else ""
+    diff = found.group(2) if found else ""
     fields = dict(DEFAULT, **(script.get("default") or {}))
     rule_fields: dict[str, Any] = {}
     for rule in script.get("rules") or []:

@@ -188,7 +188,7 @@ def _from_history(task: "Task", box: "BwrapSandbox",
         archive.seek(0)
         box.unpack(archive.read(), "/")
     head = _run(task, box, "git clone -q --no-checkout /.optrunner-mirror.git /testbed && cd /testbed && "
-                f"git checkout -q --detach {task.base_commit} && git remote remove origin && "
+                f"git checkout -q --detach {shlex.quote(task.base_commit or '')} && git remote remove origin && "
                 "rm -rf /.optrunner-mirror.git && git rev-parse HEAD", "clone", cwd="/", env=GIT_ENV)
     _commands(task, box, progress)
     # (no venv on the path: as the Docker provider's grading image, the agent's layer activates it)
@@ -197,7 +197,7 @@ def _from_history(task: "Task", box: "BwrapSandbox",
 
 def _cut(task: "Task", box: "BwrapSandbox") -> tuple[dict[str, str], dict[str, str], str]:
     head = _run(task, box, CUT_HISTORY, "history cut").strip().splitlines()[-1]
-    if task.opt_commit and box.exec(f"git cat-file -e {task.opt_commit}", timeout=60).exit_code == 0:
+    if task.opt_commit and box.exec(f"git cat-file -e {shlex.quote(task.opt_commit)}", timeout=60).exit_code == 0:
         raise ImageBuildError(f"task {task.id}: history cut: the expert's commit {task.opt_commit[:12]} is "
                               "still reachable")
     return dict(box.rootfs.env), {BASE_COMMIT_LABEL: head}, "/testbed"

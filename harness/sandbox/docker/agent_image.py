@@ -60,8 +60,8 @@ def ensure_cut_image(client: docker.DockerClient, task: Task, grading: str, prog
         head = run_step(container, CUT_HISTORY, what).strip().splitlines()[-1]
         # (login shells may print errors of the image's profile scripts: look for a token, not for output)
         if task.opt_commit and "optrunner-reachable" in run_step(
-                container, f"cd /testbed && git cat-file -e {task.opt_commit} 2>/dev/null && echo optrunner-reachable "
-                "|| true", what):
+                container, f"cd /testbed && git cat-file -e {shlex.quote(task.opt_commit)} 2>/dev/null && "
+                "echo optrunner-reachable || true", what):
             raise ImageBuildError(f"{what}: the expert's commit {task.opt_commit[:12]} is still reachable")
         return {}, {BASE_COMMIT_LABEL: head}, image.attrs["Config"].get("WorkingDir") or "/testbed"
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -225,7 +226,7 @@ def _checkout_history(container: Container, task: Task) -> str:
         archive.seek(0)
         container.put_archive("/", archive)
     return run_step(container, "git clone -q --no-checkout /.optrunner-mirror.git /testbed && cd /testbed && "
-                    f"git checkout -q --detach {task.base_commit} && git remote remove origin && "
+                    f"git checkout -q --detach {shlex.quote(task.base_commit or '')} && git remote remove origin && "
                     "rm -rf /.optrunner-mirror.git && git rev-parse HEAD", f"task {task.id}: clone", env=GIT_ENV)
 
 
