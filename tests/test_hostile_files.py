@@ -97,3 +97,17 @@ def test_harness_grade_grades_a_stored_infrastructure_error_again(tmp_path: Path
     assert _stored(path, pred, config) is None
     path.write_text(json.dumps({**stored, "status": "passed"}))
     assert _stored(path, pred, config) == {**stored, "status": "passed"}
+
+
+def test_a_ray_nodes_image_lock_is_in_a_folder_of_the_users_own(monkeypatch: pytest.MonkeyPatch,
+                                                                 tmp_path: Path) -> None:
+    import tempfile
+
+    from runner.executors.ray_node import image_lock
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    path = image_lock("optrunner/task:abc")
+    info = path.parent.stat()
+    assert path.parent != Path(tempfile.gettempdir()) and path.parent.is_relative_to(tmp_path / "home")
+    assert info.st_uid == os.getuid() and info.st_mode & 0o077 == 0
+    assert image_lock("optrunner/task:abc") == path != image_lock("optrunner/task:def")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -37,12 +36,22 @@ def ensure_image(image: str, depot: Any, provider_name: str) -> None:
     engine = provider(provider_name)
     if engine.has_image(image):
         return
-    lock = Path(tempfile.gettempdir()) / f"optrunner-image-{hashlib.sha1(image.encode()).hexdigest()[:16]}.lock"
-    with open(lock, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+    fd = os.open(image_lock(image), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
         if not engine.has_image(image):
             (ref,) = ray.get(depot.tar.remote(image))
             engine.import_image(ray.get(ref))
+    finally:
+        os.close(fd)  # (drops the lock)
+
+
+def image_lock(image: str) -> Path:
+    """The node's lock for loading `image`: in a folder of this user's own (not the shared temp folder,
+    where another user could plant the file, or hold its lock for ever)."""
+    folder = Path.home() / ".cache" / "optrunner" / "locks"
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return folder / f"image-{hashlib.sha1(image.encode()).hexdigest()[:16]}.lock"
 
 
 def timing_cpuset(reserve: bool) -> str | None:
