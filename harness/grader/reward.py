@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import math
-import posixpath
 import shlex
 import time
 from collections.abc import Callable
@@ -47,13 +46,14 @@ from harness.gpus.clocks import ClockLock
 from harness.grader.patch_paths import UnreadablePatch, read_section, sections, with_final_newline
 from harness.grader.reward_serving import grade_service
 from harness.grader.states import PATCH_PATH, run_solution
-from harness.sandbox.interface import (ExecResult, FileChanged, Freezable, Sandbox, SandboxError, harness_exec,
-                                       pin_if_possible)
+from harness.sandbox.interface import (ExecResult, FileChanged, FileTooLarge, Freezable, Sandbox, SandboxError,
+                                       harness_exec, pin_if_possible)
 from harness.sandbox.providers import SandboxProvider
 from harness.tasks.task import RewardCheck, Task
 
 TESTS_DIR = "/tests"
 REWARD_TXT, REWARD_JSON = "/logs/verifier/reward.txt", "/logs/verifier/reward.json"
+REWARD_FILE_BYTES = 1 << 20  # a reward file past this is read as none (a number or a small JSON object fits)
 HASH_PINS = ("cd {workdir} && for f in {files}; do "
              'if [ -f "$f" ]; then sha256sum "$f"; else echo "missing  $f"; fi; done')
 
@@ -89,25 +89,17 @@ def read_reward(txt: str | None, raw_json: str | None) -> tuple[float | None, di
 
 def _read(box: Sandbox, path: str) -> str | None:
     """The file's text; None when there is none, or none whole to read (a surviving process kept rewriting it,
-    which the verification flags)."""
+    which the verification flags, or over REWARD_FILE_BYTES: a reward is a number or a small JSON object)."""
     try:
-        return box.read_file(path).decode("utf-8", errors="replace")
-    except (FileNotFoundError, IsADirectoryError, FileChanged):
+        return box.read_file(path, REWARD_FILE_BYTES).decode("utf-8", errors="replace")
+    except (FileNotFoundError, IsADirectoryError, FileChanged, FileTooLarge):
         return None
 
 
 def _rewards(box: Sandbox) -> tuple[str | None, str | None]:
-    """The texts of reward.txt and reward.json (None: not there, or not a regular file): read from outside the
-    sandbox in one go where it can (Freezable: a Docker container's layers, no engine call), else one by one."""
-    if not isinstance(box, Freezable):
-        return _read(box, REWARD_TXT), _read(box, REWARD_JSON)
-    found = box.read_tree(posixpath.dirname(REWARD_TXT))
-
-    def text(path: str) -> str | None:
-        data = found.get(posixpath.basename(path))
-        return None if data is None else data.decode("utf-8", errors="replace")
-
-    return text(REWARD_TXT), text(REWARD_JSON)
+    """The texts of reward.txt and reward.json (None: not there, not a regular file, or over REWARD_FILE_BYTES),
+    each read with its cap: the folder is the verifier's, which ran beside the patch, and may hold anything."""
+    return _read(box, REWARD_TXT), _read(box, REWARD_JSON)
 
 
 def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig, sandboxes: SandboxProvider,

@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 import shlex
 
-from harness.sandbox.interface import DIFF_EXCLUDES, NoPatch, PatchTooLarge, Sandbox, SandboxError, harness_exec
+from harness.sandbox.interface import (DIFF_EXCLUDES, FileTooLarge, NoPatch, PatchTooLarge, Sandbox, SandboxError,
+                                       harness_exec)
 
 TOO_LARGE = 4  # the script's exit code for a patch over the limit
 _AT = re.compile(r"^optrunner-diff-at (/tmp/\.optrunner-diff\.[A-Za-z0-9]+)$", re.MULTILINE)
@@ -76,8 +77,10 @@ def take_diff(sandbox: Sandbox, base_commit: str | None, git_dir: str | None) ->
     if done.exit_code != 0 or found is None:
         raise NoPatch(f"git diff failed in the sandbox: {done.output.strip()[-500:]}")
     folder = found.group(1)
-    try:
-        return sandbox.read_file(f"{folder}/patch").decode("utf-8", errors="replace")
+    try:  # (its size as the script counted it is not trusted: the read has the cap too)
+        return sandbox.read_file(f"{folder}/patch", limit).decode("utf-8", errors="replace")
+    except FileTooLarge:
+        raise PatchTooLarge(f"the change is over sandbox.max_patch_bytes ({limit} bytes); it was not read") from None
     except OSError as err:  # replaced under the script's feet by something the agent left running
         raise NoPatch(f"the patch could not be read back: {type(err).__name__}: {err}") from None
     finally:

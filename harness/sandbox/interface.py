@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
+from harness.sandbox.bounded import READ_CAP, FileTooLarge  # noqa: F401  (FileTooLarge: read_file's error)
+
 TESTBED = "/testbed"
 # Paths left out of every diff (tooling and build output, not source), as GSO and OpenHands do.
 DIFF_EXCLUDES = (".venv", ".git", "__pycache__", "*.egg-info", "*.pyc")
@@ -190,7 +192,10 @@ class Sandbox(Protocol):
         sandbox's profile or rc files (what the grader's own commands get: `harness_exec`)."""
         ...
 
-    def read_file(self, path: str) -> bytes: ...
+    def read_file(self, path: str, max_bytes: int = READ_CAP) -> bytes:
+        """The file's bytes; FileNotFoundError, IsADirectoryError, FileChanged; FileTooLarge (with the first
+        `max_bytes`) past `max_bytes`, of which no more than that is taken in (harness/sandbox/bounded.py)."""
+        ...
 
     def write_file(self, path: str, contents: str | bytes) -> None:
         """Missing parent directories are created; NotADirectoryError when a parent is a file."""

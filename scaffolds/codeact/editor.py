@@ -18,7 +18,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.sandbox.interface import TESTBED, Sandbox
+from harness.sandbox.interface import TESTBED, FileTooLarge, Sandbox
 from scaffolds.codeact.tools import ToolError
 
 SNIPPET_CONTEXT = 4  # lines shown above and below an edit
@@ -84,7 +84,10 @@ class Editor:
 
     # ---------------------------------------------------------------- commands
     def view_file(self, path: str, args: dict[str, Any]) -> str:
-        text = self.sandbox.read_file(path).decode("utf-8", errors="replace")
+        try:
+            text = self.sandbox.read_file(path, MAX_WHOLE_BYTES).decode("utf-8", errors="replace")
+        except FileTooLarge:  # it grew past the limit since its size was read
+            return self.view_large(path, args)
         lines = _lines(text)
         view_range = args.get("view_range")
         if view_range is None:
@@ -201,7 +204,10 @@ class Editor:
 
     def _read_text(self, path: str) -> str:
         try:
-            return self.sandbox.read_file(path).decode("utf-8")
+            return self.sandbox.read_file(path, MAX_WHOLE_BYTES).decode("utf-8")
+        except FileTooLarge:  # it grew past the limit since its size was read
+            raise ToolError(f"`{path}` has more bytes than the editor's limit of {MAX_WHOLE_BYTES}; edit it with "
+                            "shell tools (sed, a script) instead.") from None
         except UnicodeDecodeError:
             raise ToolError(f"{path} is not a UTF-8 text file; edit it with shell tools instead.") from None
 

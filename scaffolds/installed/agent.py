@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from harness.models.gateway import Gateway, GatewayCall, Refused
 from harness.models.model import Model
 from harness.models.records import ModelReply
-from harness.sandbox.interface import Listenable, Sandbox, SandboxError
+from harness.sandbox.interface import FileTooLarge, Listenable, Sandbox, SandboxError
 from harness.tasks.task import Task
 from scaffolds.episode import Episode, EpisodeEnd, LimitReached, Observation, Submitted
 from scaffolds.exits import ExitReason
@@ -230,10 +230,12 @@ class InstalledScaffold:
         for path in self.spec.logs:
             for found in _matches(sandbox, path)[:LOG_FILES]:
                 try:
-                    data = sandbox.read_file(found)
+                    data = sandbox.read_file(found, LOG_CAP)
+                except FileTooLarge as big:  # (only its first LOG_CAP bytes were read: a sparse 1 GiB log too)
+                    data = big.head + f"\n[optrunner: cut at {LOG_CAP} bytes of {big.size} or more]".encode()
                 except (FileNotFoundError, IsADirectoryError, SandboxError):
                     continue
-                logs[found] = data[:LOG_CAP].decode("utf-8", errors="replace")
+                logs[found] = data.decode("utf-8", errors="replace")
         rec.details["agent_logs"] = logs
 
 

@@ -9,9 +9,9 @@ sandbox's user namespace: a capability there is worth nothing on the host. Run b
 are a range of host ids no one else has (ids.py: the grader's fence can drop to an unprivileged user, as on
 Docker); run by another user, only that one (root inside).
 
-Guarantees, as DockerSandbox's: a command's timeout stops it (`timeout -k 5` inside, a host backstop
-that ends the sandbox if an exec wedges anyway); output decoded without failing and capped; a dead sandbox
-is a SandboxError; closing it (at exit, on signals, by a later cleanup) leaves no process, mount or directory.
+Guarantees, as DockerSandbox's: a command's timeout stops it (`timeout -k 5` inside, a host backstop that
+ends the sandbox if an exec wedges anyway); output decoded without failing and capped, files read capped; a
+dead sandbox is a SandboxError; closing it (exit, signals, a later cleanup) leaves no process, mount or folder.
 """
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from typing import Any
 
 from harness.gpus import Gpu, visible_env
 from harness.sandbox.archive import tar_of
+from harness.sandbox.bounded import READ_CAP, bounded_output
 from harness.sandbox import overlay
 from harness.sandbox.bwrap import cgroups, devices, hardening, ids, outside, registry, uplink
 from harness.sandbox.bwrap.binary import bwrap_path, nsenter_path, usable
@@ -283,16 +284,20 @@ class BwrapSandbox(KeptLayers, Ports):
     def _target(self, path: str) -> str:
         return str(PurePosixPath(path if path.startswith("/") else f"{self.workdir}/{path}"))
 
-    def read_file(self, path: str) -> bytes:
+    def read_file(self, path: str, max_bytes: int = READ_CAP) -> bytes:
         script = f'[ -d "$0" ] && exit {_IS_DIR}; [ -e "$0" ] || exit {_NOT_FOUND}; exec cat -- "$0"'
-        done = self._call(["sh", "-c", script, self._target(path)])
-        if done.returncode == _NOT_FOUND:
-            raise FileNotFoundError(path)
-        if done.returncode == _IS_DIR:
-            raise IsADirectoryError(path)
-        if done.returncode != 0:
-            raise SandboxError(f"bwrap: reading {path} failed: {done.stderr.decode(errors='replace').strip()[:200]}")
-        return done.stdout
+        try:  # (bytes counted here: past the cap the reader is killed)
+            code, data, err = bounded_output([*self._enter("/"), "sh", "-c", script, self._target(path)],
+                                             self._env(None), max_bytes, timeout=120, path=path)
+        except subprocess.TimeoutExpired:
+            raise SandboxError(f"bwrap: reading {path} took over 120 s") from None
+        if not self._alive():
+            raise self._lost("the sandbox stopped while a command ran in it")
+        if code in (_NOT_FOUND, _IS_DIR):
+            raise (FileNotFoundError if code == _NOT_FOUND else IsADirectoryError)(path)
+        if code != 0:
+            raise SandboxError(f"bwrap: reading {path} failed: {err.decode(errors='replace').strip()[:200]}")
+        return data
 
     def write_file(self, path: str, contents: str | bytes) -> None:
         data = contents.encode() if isinstance(contents, str) else contents

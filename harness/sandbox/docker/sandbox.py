@@ -37,6 +37,7 @@ from harness.sandbox.docker.ports import Ports
 from harness.sandbox.docker.stream import DockerStream, run_exec
 from harness.sandbox import kept, overlay
 from harness.sandbox.archive import tar_of
+from harness.sandbox.bounded import READ_CAP, archive_member
 from harness.sandbox.gitdiff import take_diff
 from harness.sandbox.interface import (BASE_COMMIT_LABEL, GIT_DIR_LABEL, PINS_LABEL, TESTBED, WORKDIR_LABEL,
                                        ExecResult, FileChanged, OutputCapture, SandboxError, SandboxLimits,
@@ -207,23 +208,18 @@ class DockerSandbox(Ports):
 
     # -- files
 
-    def read_file(self, path: str) -> bytes:
+    def read_file(self, path: str, max_bytes: int = READ_CAP) -> bytes:
         for _ in range(READ_TRIES):
             try:
                 stream, _stat = self.container.get_archive(path)
-                data = b"".join(stream)
+                try:  # (the archive's header gives the size: past the cap the rest is never fetched)
+                    return archive_member(iter(stream), path, max_bytes)
+                finally:
+                    stream.close()
             except docker.errors.NotFound:
                 raise FileNotFoundError(path) from None
             except ENGINE_ERRORS as err:
                 raise SandboxError(f"docker: {_first_line(err)}") from None
-            try:
-                with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-                    member = tar.next()
-                    if member is None or not member.isfile():
-                        raise IsADirectoryError(path)
-                    extracted = tar.extractfile(member)
-                    assert extracted is not None
-                    return extracted.read()
             except tarfile.TarError:  # the engine's archive cut short: the file shrank as it was read
                 time.sleep(0.05)
         raise FileChanged(f"{path} kept changing while it was read ({READ_TRIES} tries)")
