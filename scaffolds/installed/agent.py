@@ -34,6 +34,7 @@ from harness.tasks.task import Task
 from scaffolds.episode import Episode, EpisodeEnd, LimitReached, Observation, Submitted
 from scaffolds.exits import ExitReason
 from scaffolds.installed.agents import AGENT_HOME, INSTALL_ROOT, TASK_FILE, Launch, agent_spec
+from scaffolds.installed.packages import STAMP, installed_stamp
 from scaffolds.limits import Limits
 from scaffolds.prompts import render_template
 from scaffolds.recorder import Recorder
@@ -176,6 +177,11 @@ class InstalledScaffold:
     def _agent(self, task: Task, sandbox: Sandbox, rec: Recorder, session: Session, token: str,
                model: Model, port: int) -> None:
         folder = f"{INSTALL_ROOT}/{self.spec.name}"
+        try:  # what was installed, as its lock says (the folder's stamp: lock digest and packages)
+            stamp = sandbox.read_file(f"{folder}/{STAMP}", 1 << 16).decode("utf-8", errors="replace")
+            rec.details["agent"]["installed"] = installed_stamp(stamp)
+        except (OSError, FileTooLarge, SandboxError):
+            rec.details["agent"]["installed"] = None
         sandbox.exec(f"mkdir -p {AGENT_HOME}", timeout=30)
         sandbox.write_file(TASK_FILE, self.task_text(task, sandbox.workdir))
         launch = Launch(base_url=f"http://127.0.0.1:{port}", token=token,

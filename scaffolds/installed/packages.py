@@ -13,6 +13,7 @@ so a finished folder is reused by every task and run on this machine.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -21,8 +22,9 @@ import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from scaffolds.installed import pythons
+from scaffolds.installed import locks, pythons
 from scaffolds.installed.agents import INSTALL_ROOT, AgentSpec
 
 STAMP = ".complete"
@@ -120,47 +122,79 @@ def launcher(spec: AgentSpec) -> str:
 
 
 def ensure_folder(spec: AgentSpec, found: Platform, log=print) -> Path:  # noqa: ANN001 - a print-like
-    """The agent's folder for this image's platform, installed from its registry on this machine once."""
+    """The agent's folder for this image's platform, installed from its registry on this machine once, exactly
+    as its lock says (locks.py); a cached folder is used only while its stamp and files match that lock."""
     brought = brought_python(spec, found)
     tag = found.tag(spec.registry) if brought is None else f"py{brought[1][0]}{brought[1][1]}-{found.machine}-" \
         f"brought{'.'.join(map(str, brought[1]))}"
+    version = found.version if brought is None else brought[1][:2]
+    key = f"py{version[0]}{version[1]}-{found.machine}" if spec.registry == "pypi" else \
+        f"{NPM_ARCH.get(found.machine, found.machine)}{'-musl' if found.libc == 'musl' else ''}"
+    locked = locks.entry(spec, key)
+    if spec.registry == "pypi" and found.glibc < tuple(locked["glibc"]):
+        floor = ".".join(map(str, locked["glibc"]))
+        raise locks.LockError(f"installed/{spec.name}'s locked wheels for {key} need glibc >= {floor}; the task "
+                              f"image has {found.glibc[0]}.{found.glibc[1]}")
     if spec.registry == "pypi":  # our own glue (launcher, driver) changes without the agent's version
         glue = hashlib.sha256(launcher(spec).encode())
         for name in spec.files:
             glue.update((Path(__file__).parent / name).read_bytes())
         tag += f"-{glue.hexdigest()[:8]}"
-    folder = cache_root() / f"{spec.name}-{spec.version}-{tag}"
-    if (folder / STAMP).exists():
+    folder = cache_root() / f"{spec.name}-{spec.version}-{tag}-{locks.digest(locked)[:8]}"
+    if _verified(folder, locked):
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
     package = spec.package.format(arch=NPM_ARCH.get(found.machine, found.machine),
                                   musl="-musl" if found.libc == "musl" else "")
-    log(f"installing {package} ({tag}) from {spec.registry} into {folder} (once)")
+    log(f"installing {package} ({tag}) from {spec.registry} into {folder} (once; as its lock says)")
     work = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
     try:
         if spec.registry == "pypi":
-            python, version = found.python, found.version
+            python = found.python
             if brought is not None:  # the agent runs on this machine's interpreter, copied into its folder
                 pythons.copy(brought[0], brought[1], work / "interpreter")
                 python = f"{INSTALL_ROOT}/{spec.name}/interpreter/bin/{pythons.WRAPPER}"
-                version = brought[1][:2]
             assert python is not None
-            _pip(package, found, version, work, spec.sdists)
+            _pip(locked, found.machine, version, work)
             (work / "python").write_text(python + "\n")  # what the start command runs
             for name in spec.files:  # the project's own glue the agent's module needs (a driver)
                 shutil.copy2(Path(__file__).parent / name, work / "lib" / Path(name).name)
             (work / "launch.py").write_text(launcher(spec))
+            packages = [f"{w['name']}=={w['version']}" for w in [*locked["wheels"], *locked["sources"]]]
         else:
-            _npm(package, work)
-        (work / STAMP).write_text(f"{package}\n")
+            _npm(package, locked["integrity"], work)
+            packages = [package]
+        stamp = {"package": spec.package, "lock": locks.digest(locked), "key": key, "packages": sorted(packages),
+                 "files": locks.folder_digest(work)}
+        (work / STAMP).write_text(json.dumps(stamp) + "\n")
         os.chmod(work, 0o755)
-        if folder.exists():  # a half-made folder from an interrupted install
+        if folder.exists():  # a half-made folder from an interrupted install, or one that no longer verifies
             shutil.rmtree(folder)
         work.rename(folder)
     finally:
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
     return folder
+
+
+def _verified(folder: Path, locked: dict[str, Any]) -> bool:
+    """The folder was made from this lock entry and no file in it changed since (a cache is not trusted for
+    ever: anything on this machine could have written to it)."""
+    try:
+        stamp = json.loads((folder / STAMP).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(stamp, dict) and stamp.get("lock") == locks.digest(locked) and \
+        stamp.get("files") == locks.folder_digest(folder)
+
+
+def installed_stamp(text: str) -> dict[str, Any] | None:
+    """What a rollout records of the folder it ran (its stamp, read from the sandbox): lock and packages."""
+    try:
+        stamp = json.loads(text)
+    except ValueError:
+        return None
+    return {k: stamp.get(k) for k in ("lock", "key", "packages")} if isinstance(stamp, dict) else None
 
 
 def _run(cmd: list[str], what: str, cwd: Path | None = None) -> None:
@@ -170,31 +204,32 @@ def _run(cmd: list[str], what: str, cwd: Path | None = None) -> None:
         raise RuntimeError(f"installing {what} failed: {tail[0][:300]}")
 
 
-def _pip(package: str, found: Platform, version: tuple[int, int], work: Path, sdists: tuple[str, ...] = ()) -> None:
-    """Wheels for the interpreter, the image's machine and glibc: every manylinux tag it runs (pip takes
-    `--platform` literally, so a wheel tagged only manylinux_2_28 needs that tag named). A pure-Python
-    requirement that ships only sources (`sdists`) gets its wheel built here first: pip will not build one for
-    another interpreter."""
-    platforms = [f"manylinux_{found.glibc[0]}_{minor}_{found.machine}" for minor in range(found.glibc[1], 16, -1)]
-    platforms += [f"manylinux2014_{found.machine}"]
-    wheels = work / ".wheels"
-    if sdists:
-        _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps",
-              "--wheel-dir", str(wheels), *sdists], f"wheels for {' '.join(sdists)}")
+def _pip(locked: dict[str, Any], machine: str, version: tuple[int, int], work: Path) -> None:
+    """Exactly the locked wheels (`--require-hashes --no-deps`), for the interpreter and the lock's glibc floor
+    (the tags it was resolved with: pip then picks the very files locked); then the locked pure-Python sources,
+    their package folders copied out of the verified archives (no build step runs here)."""
+    requirements = work / ".requirements.txt"
+    requirements.write_text(locks.requirements(locked))
+    platforms = locks.pip_platforms(machine, (locked["glibc"][0], locked["glibc"][1]))
     _run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
-          "--target", str(work / "lib"), "--only-binary=:all:", "--implementation", "cp",
-          "--python-version", f"{version[0]}.{version[1]}", *(["--find-links", str(wheels)] if sdists else []),
-          *(arg for p in platforms for arg in ("--platform", p)), *package.split()], f"{package} from PyPI")
-    shutil.rmtree(wheels, ignore_errors=True)
+          "--require-hashes", "--no-deps", "--target", str(work / "lib"), "--only-binary=:all:", "--implementation",
+          "cp", "--python-version", f"{version[0]}.{version[1]}", *(a for p in platforms for a in ("--platform", p)),
+          "-r", str(requirements)], "the locked wheels from PyPI")
+    requirements.unlink()
+    for source in locked["sources"]:
+        locks.unpack_sdist(source, work / "lib")
 
 
-def _npm(package: str, work: Path) -> None:
-    """The package's own tarball (a native build: no Node is needed in the image), unpacked as `package/`."""
+def _npm(package: str, integrity: str, work: Path) -> None:
+    """The package's own tarball (a native build: no Node is needed in the image), checked against its locked
+    integrity, unpacked as `package/`."""
     npm = shutil.which("npm")
     if npm is None:
         raise RuntimeError(f"installing {package} needs npm on this machine (it fetches from the npm registry)")
     _run([npm, "pack", "--silent", package], f"{package} from npm", cwd=work)
     (tarball,) = work.glob("*.tgz")
+    if locks.npm_integrity(tarball) != integrity:
+        raise locks.LockError(f"{package}: the tarball npm fetched does not match its locked integrity")
     with tarfile.open(tarball) as tar:
         tar.extractall(work, filter="data")
     tarball.unlink()
