@@ -31,6 +31,8 @@ def test_upstream_mini_swe_agent_solves_a_task_through_the_gateway(tmp_path: Pat
     (record,) = results(run_dir(tmp_path))
     assert record["exit_reason"] == "submitted" and record["exit_message"] == "the agent exited with status 0"
     assert record["details"]["agent"]["exit_code"] == 0 and record["details"]["agent"]["version"] == "2.4.6"
+    installed = record["details"]["agent"]["installed"]  # what ran, as its lock pinned it
+    assert "mini-swe-agent==2.4.6" in installed["packages"] and len(installed["lock"]) == 64
     assert "rollstats/window.py" in record["patch"]
     grading = record["grading"]
     # its tests passed and it measured faster (the outside-clock guard is statistical: it may flag when loaded)

@@ -33,6 +33,7 @@ def test_claude_code_solves_a_task_through_the_gateway(tmp_path: Path) -> None:
     assert record["exit_reason"] == "submitted" and record["exit_message"] == "the agent exited with status 0"
     agent = record["details"]["agent"]
     assert agent["exit_code"] == 0 and agent["version"] == "2.1.332" and agent["registry"] == "npm"
+    assert agent["installed"]["packages"] == ["@anthropic-ai/claude-code-linux-x64@2.1.332"]  # its locked build
     assert "rollstats/window.py" in record["patch"]
     grading = record["grading"]
     # its tests passed and it measured faster (the outside-clock guard is statistical: it may flag when loaded)

@@ -12,6 +12,7 @@ so a finished folder is reused by every task and run on this machine.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -141,9 +142,22 @@ def ensure_folder(spec: AgentSpec, found: Platform, log=print) -> Path:  # noqa:
             glue.update((Path(__file__).parent / name).read_bytes())
         tag += f"-{glue.hexdigest()[:8]}"
     folder = cache_root() / f"{spec.name}-{spec.version}-{tag}-{locks.digest(locked)[:8]}"
-    if _verified(folder, locked):
-        return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
+    # One install per folder at a time, across processes (two runs, or test workers, meeting an empty cache):
+    # the second waits, then finds the folder made, instead of replacing it while the first one reads it.
+    fd = os.open(folder.parent / f".{folder.name}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if not _verified(folder, locked):
+            _install(spec, found, brought, version, key, locked, folder, tag, log)
+    finally:
+        os.close(fd)
+    return folder
+
+
+def _install(spec: AgentSpec, found: Platform, brought: tuple[Path, tuple[int, int, int]] | None,
+             version: tuple[int, int], key: str, locked: dict[str, Any], folder: Path, tag: str,
+             log: Any) -> None:
     package = spec.package.format(arch=NPM_ARCH.get(found.machine, found.machine),
                                   musl="-musl" if found.libc == "musl" else "")
     log(f"installing {package} ({tag}) from {spec.registry} into {folder} (once; as its lock says)")
@@ -174,7 +188,6 @@ def ensure_folder(spec: AgentSpec, found: Platform, log=print) -> Path:  # noqa:
     finally:
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
-    return folder
 
 
 def _verified(folder: Path, locked: dict[str, Any]) -> bool:
