@@ -24,7 +24,11 @@ server answered; the killed-and-resumed run ends with the same set of records as
 no traceback and the expected exit codes.
 
 usage: python -m tests.bench.soak [--rollouts 200] [--parallel 8] [--resume-rollouts 20] [--seed 1] [--keep DIR]
-                                 [--max-minutes 45] [--long-rollouts 4] [--long-turns 45]
+                                 [--max-minutes 45] [--long-rollouts 4] [--long-turns 45] [--hostile-rollouts 8]
+                                 [--only-hostile]
+
+A fifth run, `hostile` (tests.bench.soak_hostile), has installed agents attack the runner through its gateway
+and their files (a connection flood, oversized and refused bodies, a sparse 4 GiB log, a remote image URL).
 """
 from __future__ import annotations
 
@@ -40,12 +44,14 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from harness.sandbox.docker.engine import ensure_engine
 from tests.bench.soak_chaos import ROOT, Chaos, Watch, containers_of, watch
+from tests.bench.soak_hostile import HostilePolicy, hostile_targets
 from tests.conftest import write_task
 from tests.faults import KINDS, FaultPolicy
 from tests.openai_server import OpenAIServer
@@ -139,11 +145,11 @@ class Run:
 
 
 def command(server: OpenAIServer, tasks: Path, out: Path, name: str, rollouts: int, parallel: int,
-            extra: tuple[str, ...] = ()) -> list[str]:
+            extra: tuple[str, ...] = (), scaffold: str = "mini_swe") -> list[str]:
     return [sys.executable, "-m", "runner", f"output_root={out}", f"name={name}", "model=local",
             f"model.api_base={server.base_url}", "model.served_name=soak", f"model.price.input={PRICE_IN}",
             f"model.price.output={PRICE_OUT}", f"model.timeout_s={TIMEOUT_S:g}", "model.backoff_s=0.2",
-            "model.backoff_max_s=2", "scaffold=mini_swe", f"tasks.selector={tasks}", f"rollouts={rollouts}",
+            "model.backoff_max_s=2", f"scaffold={scaffold}", f"tasks.selector={tasks}", f"rollouts={rollouts}",
             f"parallel={parallel}", "grade=none", *extra]
 
 
@@ -170,16 +176,16 @@ def launch(cmd: list[str], run_dir: Path, chaos: Chaos, rng: random.Random, tag:
 
 
 def soak(label: str, name: str, rollouts: int, parallel: int, chaos: list[Chaos], tasks: Path, out: Path,
-         seed: int, turns: int = 3, extra: tuple[str, ...] = ()) -> Run:
+         seed: int, turns: int = 3, extra: tuple[str, ...] = (), policy: Any = None, scaffold: str = "mini_swe") -> Run:
     """One run (one process per entry of `chaos`, the same command each time) against a fresh server; its agent
-    runs `turns` commands, then submits."""
-    policy = FaultPolicy(share=0.2, timeout_s=TIMEOUT_S, seed=seed, turns=turns,
-                         hostile_every=HOSTILE_EVERY if turns == 3 else 0)
+    runs `turns` commands, then submits (or does what `policy`, the server's answers, says)."""
+    policy = policy or FaultPolicy(share=0.2, timeout_s=TIMEOUT_S, seed=seed, turns=turns,
+                                   hostile_every=HOSTILE_EVERY if turns == 3 else 0)
     run = Run(label, rollouts, out / "runs" / name)
     rng = random.Random(seed)
     console.print(f"[bold]{label}[/]: {rollouts} rollouts, parallel={parallel}")
     with OpenAIServer(policy=policy) as server:
-        cmd = command(server, tasks, out, name, rollouts, parallel, extra)
+        cmd = command(server, tasks, out, name, rollouts, parallel, extra, scaffold)
         (out / "runs").mkdir(parents=True, exist_ok=True)
         for i, cue in enumerate(chaos):
             if cue.second_at is not None:  # the same command, started again while this one runs
@@ -351,9 +357,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, default=None, help="keep the runs here instead of a temp dir")
     parser.add_argument("--max-minutes", type=float, default=45.0,
                         help="time bound of the whole bench: a runner still going then is stopped (a FAIL)")
+    parser.add_argument("--hostile-rollouts", type=int, default=8, help="installed agents attacking the runner")
+    parser.add_argument("--only-hostile", action="store_true", help="the hostile phase alone")
     args = parser.parse_args(argv)
     if args.rollouts < 100:
         parser.error("--rollouts must be at least 100 (the soak's target count)")
+    if args.only_hostile:
+        return _hostile_only(args)
     ensure_engine()
     rng = random.Random(args.seed)
     started = time.monotonic()
@@ -376,15 +386,41 @@ def main(argv: list[str] | None = None) -> int:
                     [Chaos(sigkill_after_s=rng.uniform(15, 25)), Chaos(sigkill_after_s=rng.uniform(15, 25)), Chaos()],
                     root / "tasks", root / "out", args.seed + 2, turns=args.long_turns,
                     extra=("budget.checkpoint_every=10", f"budget.max_steps={args.long_turns + 10}"))
-        console.print(figures([main_run, plain, killed, long]))
-        checks = targets(main_run, plain, killed) + long_targets(long, args.long_turns, long_parallel)
+        hostile = _hostile(args, root)
+        console.print(figures([main_run, plain, killed, long, hostile]))
+        checks = targets(main_run, plain, killed) + long_targets(long, args.long_turns, long_parallel) + \
+            hostile_targets(hostile, min(args.parallel, 4))
+    return _verdict(checks, started, args.max_minutes)
+
+
+def _hostile(args: argparse.Namespace, root: Path) -> Run:
+    return soak("hostile installed agents", "hostile", args.hostile_rollouts, min(args.parallel, 4), [Chaos()],
+                root / "tasks", root / "out", args.seed + 3, policy=HostilePolicy(),
+                scaffold="installed/mini_swe_agent")
+
+
+def _hostile_only(args: argparse.Namespace) -> int:
+    ensure_engine()
+    started = time.monotonic()
+    DEADLINE["at"] = started + args.max_minutes * 60
+    with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
+        root = args.keep or Path(tmp)
+        (root / "tasks").mkdir(parents=True, exist_ok=True)
+        write_task(root / "tasks", TASK)
+        hostile = _hostile(args, root)
+        console.print(figures([hostile]))
+        checks = hostile_targets(hostile, min(args.parallel, 4))
+    return _verdict(checks, started, args.max_minutes)
+
+
+def _verdict(checks: list[tuple[str, str, bool]], started: float, max_minutes: float) -> int:
     table = Table(title="soak: targets")
     for column in ("target", "measured", "result"):
         table.add_column(column)
     for name, value, ok in checks:
         table.add_row(name, value, "[green]PASS[/]" if ok else "[red]FAIL[/]")
     console.print(table)
-    console.print(f"soak wall time: {time.monotonic() - started:.0f} s (bound {args.max_minutes:g} min)")
+    console.print(f"soak wall time: {time.monotonic() - started:.0f} s (bound {max_minutes:g} min)")
     return 0 if all(ok for _, _, ok in checks) else 1
 
 

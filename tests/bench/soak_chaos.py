@@ -30,6 +30,7 @@ class Sample:
     t: float  # seconds since the process started
     recorded: int  # lines in results.jsonl
     rss_kb: int
+    threads: int = 0  # the runner's threads (a connection flood must not multiply them)
 
 
 @dataclass
@@ -73,10 +74,11 @@ def containers_of(pid: int, running_only: bool = True) -> list[str]:
     return done.stdout.split() if done.returncode == 0 else []
 
 
-def rss_kb(pid: int) -> int:
+def rss_kb(pid: int, field: str = "VmRSS") -> int:
+    """A number of /proc/PID/status (VmRSS in kB, Threads); 0 once the process is gone."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1])
     except (OSError, ValueError):
         pass
@@ -143,7 +145,7 @@ def watch(proc: subprocess.Popen[bytes], results: Path, chaos: Chaos, rng: rando
 
     while proc.poll() is None:
         now, count = time.monotonic() - started, recorded(results)
-        seen.samples.append(Sample(round(now, 2), count, rss_kb(proc.pid)))
+        seen.samples.append(Sample(round(now, 2), count, rss_kb(proc.pid), rss_kb(proc.pid, "Threads")))
         if chaos.sigkill_after_s is not None and now >= chaos.sigkill_after_s:
             proc.kill()
             proc.wait()

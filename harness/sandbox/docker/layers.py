@@ -8,8 +8,9 @@ an unchanged one is reused.
 """
 from __future__ import annotations
 
-import io
 import tarfile
+import tempfile
+from typing import IO
 from pathlib import Path
 
 import docker
@@ -20,10 +21,10 @@ from harness.sandbox.interface import ImageBuildError
 from harness.sandbox.taskimage.contents import RECIPE_VERSION, content_hash
 
 
-def folder_tar(source: Path, dest: str) -> bytes:
-    """`source`'s tree under `dest` (an absolute path), as a tar rooted at /: files keep their mode without
-    group/other write, owned by root; links are kept as links (a wheel's tree has none that leave it)."""
-    buf = io.BytesIO()
+def folder_tar(source: Path, dest: str, buf: IO[bytes]) -> None:
+    """`source`'s tree under `dest` (an absolute path), as a tar rooted at /, written to `buf` (a file: an
+    agent's folder is hundreds of MB): files keep their mode without group/other write, owned by root; links
+    are kept as links (a wheel's tree has none that leave it)."""
 
     def owned_by_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
         info.uid = info.gid = 0
@@ -33,7 +34,6 @@ def folder_tar(source: Path, dest: str) -> bytes:
 
     with tarfile.open(fileobj=buf, mode="w") as tar:
         tar.add(source, arcname=dest.lstrip("/"), filter=owned_by_root)
-    return buf.getvalue()
 
 
 def with_folder(client: docker.DockerClient, parent: str, source: Path, dest: str, kind: str,
@@ -50,8 +50,11 @@ def with_folder(client: docker.DockerClient, parent: str, source: Path, dest: st
     progress(f"adding {source.name} to {parent}")
     container = scratch_container(client, parent, network=False)
     try:
-        if not container.put_archive("/", folder_tar(source, dest)):
-            raise ImageBuildError(f"could not copy {source} into {parent}")
+        with tempfile.TemporaryFile() as archive:  # streamed to the engine, never whole in memory
+            folder_tar(source, dest, archive)
+            archive.seek(0)
+            if not container.put_archive("/", archive):
+                raise ImageBuildError(f"could not copy {source} into {parent}")
         if then:
             run_step(container, then, f"adding {source.name}")
         config = image.attrs.get("Config") or {}
