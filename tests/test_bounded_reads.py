@@ -55,3 +55,24 @@ def test_a_reward_file_over_its_cap_is_no_reward(box: Sandbox) -> None:  # noqa:
     box.exec(f"mkdir -p /logs/verifier && (echo 1; head -c {REWARD_FILE_BYTES} /dev/zero) > {REWARD_TXT} && "
              "echo '{\"reward\": 1}' > /logs/verifier/reward.json", timeout=30)
     assert _rewards(box) == (None, '{"reward": 1}\n')
+
+
+def test_a_checkpoint_export_stops_at_its_cap_instead_of_reading_every_change() -> None:
+    """A Ray node's checkpoint archive (the container's changes) travels whole: a sparse gigabyte the agent
+    left is refused at the cap (no checkpoint of it), never read into the runner."""
+    from harness.sandbox.docker.portable import export_changes
+    from harness.sandbox.interface import SandboxError, SandboxLimits
+    from harness.sandbox.providers import provider
+    from tests.docker_support import smoke_task, task_image
+
+    sandbox = provider("docker").start(task_image(smoke_task()), SandboxLimits())
+    try:
+        sandbox.exec("echo kept > /tmp/small.txt", timeout=30)
+        assert b"kept" in export_changes(sandbox.container, max_bytes=MIB)  # type: ignore[attr-defined]
+        sandbox.exec("truncate -s 1G /tmp/big.bin", timeout=30)
+        before = peak_mib()
+        with pytest.raises(SandboxError, match=r"over 1048576 bytes .*no checkpoint"):
+            export_changes(sandbox.container, max_bytes=MIB)  # type: ignore[attr-defined]
+        assert peak_mib() - before < 200
+    finally:
+        sandbox.close()

@@ -205,7 +205,7 @@ def test_gso_rows_build_over_the_host_and_the_agent_sees_no_expert(tmp_path: Pat
     # Another machine's cache (a Ray node): the agent's layer travels with the layers below it, and its
     # cut still hides the history (the overlay's opaque directories travel too).
     task, row = tasks[0], raw[0]
-    packed = provider("bwrap").export_image(images[task.id].agent)
+    packed = list(provider("bwrap").export_image(images[task.id].agent))
     monkeypatch.setattr(rootfs, "ROOTFS", tmp_path / "elsewhere")
     assert not provider("bwrap").has_image(images[task.id].agent)
     provider("bwrap").import_image(packed)

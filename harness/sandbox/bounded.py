@@ -27,7 +27,7 @@ class FileTooLarge(Exception):
         self.path, self.size, self.cap, self.head = path, size, cap, head
 
 
-class _Chunks:
+class Chunks:
     """A read-only file over an iterator of byte chunks (the engine's archive stream), read forward only."""
 
     def __init__(self, chunks: Iterator[bytes]) -> None:
@@ -50,7 +50,7 @@ def archive_member(chunks: Iterator[bytes], path: str, max_bytes: int) -> bytes:
     """The one regular file of an engine's archive stream (`docker cp`'s tar), at most `max_bytes` of it taken
     in: the header's size decides. IsADirectoryError for anything but a regular file; tarfile.TarError for an
     archive cut short (the file shrank while the engine read it)."""
-    with tarfile.open(fileobj=_Chunks(chunks), mode="r|") as tar:  # type: ignore[call-overload]
+    with tarfile.open(fileobj=Chunks(chunks), mode="r|") as tar:  # type: ignore[call-overload]
         member = tar.next()
         if member is None or not member.isfile():
             raise IsADirectoryError(path)

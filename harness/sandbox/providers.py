@@ -11,7 +11,7 @@ code outside harness/sandbox/ never asks which provider it has.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 import threading
@@ -86,9 +86,13 @@ class SandboxProvider(Protocol):
     # Moving an image from one machine's engine to another's (the Ray executor's nodes).
     def has_image(self, name: str) -> bool: ...
 
-    def export_image(self, name: str) -> bytes: ...
+    def export_image(self, name: str) -> Iterator[bytes]:
+        """The image as one archive, in pieces (an image is hundreds of MB: never whole in this process)."""
+        ...
 
-    def import_image(self, data: bytes) -> None: ...
+    def import_image(self, pieces: Iterable[bytes]) -> None:
+        """An archive `export_image` made (on this or another machine), its pieces in order."""
+        ...
 
     # Running one provider's images in another's sandboxes (bwrap runs the images Docker builds).
     def export_files(self, name: str, out: IO[bytes]) -> ImageConfig:

@@ -108,15 +108,15 @@ def limiter_actor(config: ModelConfig, **options: Any) -> Any:
 class ImageDepot:
     def __init__(self, provider_name: str) -> None:
         self.provider_name = provider_name  # the run's sandbox provider: its engine on the driver has the images
-        self.saved: dict[str, Any] = {}  # image -> ObjectRef of its `docker save` tar
+        self.saved: dict[str, list[Any]] = {}  # image -> ObjectRefs of its archive's pieces, in order
 
-    def tar(self, image: str) -> list[Any]:
-        """The image as a tar in the object store (saved once per run); wrapped in a list so the caller
-        gets the reference, not the bytes through this actor."""
+    def tar(self, image: str) -> list[list[Any]]:
+        """The image's archive in the object store, one object per piece (saved once per run: this process
+        holds one piece at a time); wrapped in a list so the caller gets the references, not the bytes."""
         if image not in self.saved:
             from harness.sandbox.providers import provider
 
-            self.saved[image] = ray.put(provider(self.provider_name).export_image(image))
+            self.saved[image] = [ray.put(piece) for piece in provider(self.provider_name).export_image(image)]
         return [self.saved[image]]
 
 

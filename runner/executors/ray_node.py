@@ -40,8 +40,8 @@ def ensure_image(image: str, depot: Any, provider_name: str) -> None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         if not engine.has_image(image):
-            (ref,) = ray.get(depot.tar.remote(image))
-            engine.import_image(ray.get(ref))
+            (refs,) = ray.get(depot.tar.remote(image))
+            engine.import_image(ray.get(ref) for ref in refs)  # (one piece in memory at a time)
     finally:
         os.close(fd)  # (drops the lock)
 

@@ -8,7 +8,7 @@ add_folder, export_files): nothing of harness/sandbox/docker/ is imported here.
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -107,11 +107,11 @@ class BwrapProvider:
         except SandboxError:
             return False
 
-    def export_image(self, name: str) -> bytes:
-        return rootfs.pack(name)
+    def export_image(self, name: str) -> Iterator[bytes]:
+        yield rootfs.pack(name)  # (one piece: a root file system directory packed by tar)
 
-    def import_image(self, data: bytes) -> None:
-        rootfs.unpack(data)
+    def import_image(self, pieces: Iterable[bytes]) -> None:
+        rootfs.unpack(b"".join(pieces))
 
     def export_files(self, name: str, out: IO[bytes]) -> ImageConfig:
         """An exported image's directory as one tar (a layer over the host or a checkpoint: SandboxError)."""

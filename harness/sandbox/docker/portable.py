@@ -27,9 +27,11 @@ from typing import Any
 
 from docker.models.containers import Container
 
+from harness.sandbox.bounded import Chunks
 from harness.sandbox.interface import SandboxError
 
 ADDED, CHANGED, DELETED = 1, 0, 2  # the kinds of `container.diff()`
+EXPORT_MAX_BYTES = 512 * 1024 * 1024  # an archive travels to the driver whole (a Ray object): bounded
 RM_CHUNK = 500  # paths per `rm` command
 
 
@@ -48,18 +50,28 @@ def changed_paths(entries: Sequence[Mapping[str, Any]]) -> tuple[list[str], list
     return read, sorted(path for path, kind in kinds.items() if kind == DELETED)
 
 
-def export_changes(container: Container) -> bytes:
-    """What the container changed since its image, as one archive (module docstring). It must be idle."""
+def export_changes(container: Container, max_bytes: int = EXPORT_MAX_BYTES) -> bytes:
+    """What the container changed since its image, as one archive (module docstring). It must be idle. The
+    files are streamed from the engine and counted by their tar headers: past `max_bytes` in all (a sparse
+    file of gigabytes the agent left) SandboxError, and no checkpoint, rather than all of it in memory."""
     read, deleted = changed_paths(container.diff() or [])
     files = io.BytesIO()
+    total = 0
     with tarfile.open(fileobj=files, mode="w") as out:
         for path in read:
             stream, _ = container.get_archive(path)
             parent = str(PurePosixPath(path).parent).lstrip("/")
-            with tarfile.open(fileobj=io.BytesIO(b"".join(stream)), mode="r|") as part:
-                for member in part:  # named from the path's own name: re-rooted at /
-                    member.name = f"{parent}/{member.name}".lstrip("/")
-                    out.addfile(member, part.extractfile(member) if member.isreg() else None)
+            try:
+                with tarfile.open(fileobj=Chunks(iter(stream)), mode="r|") as part:  # type: ignore[call-overload]
+                    for member in part:  # named from the path's own name: re-rooted at /
+                        total += member.size if member.isreg() else 0
+                        if total > max_bytes:
+                            raise SandboxError(f"the sandbox's changes are over {max_bytes} bytes ({path}): no "
+                                               "checkpoint is kept of it")
+                        member.name = f"{parent}/{member.name}".lstrip("/")
+                        out.addfile(member, part.extractfile(member) if member.isreg() else None)
+            finally:
+                stream.close()
     archive = io.BytesIO()
     with tarfile.open(fileobj=archive, mode="w") as out:
         for name, data in (("deleted.json", json.dumps(deleted).encode()), ("files.tar", files.getvalue())):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -22,6 +22,8 @@ from harness.sandbox.providers import CleanupScope, Progress, SandboxProvider
 
 if TYPE_CHECKING:
     from harness.tasks.task import Task
+
+IMAGE_PIECE = 32 * 1024 * 1024  # bytes of `docker save` per piece moved between machines
 
 
 class DockerProvider:
@@ -109,13 +111,13 @@ class DockerProvider:
             except docker.errors.ImageNotFound:
                 return False
 
-    def export_image(self, name: str) -> bytes:
-        with engine_errors():
-            return b"".join(docker_client().images.get(name).save(named=True))
+    def export_image(self, name: str) -> Iterator[bytes]:
+        with engine_errors():  # `docker save`, streamed in pieces of IMAGE_PIECE bytes
+            yield from docker_client().images.get(name).save(chunk_size=IMAGE_PIECE, named=True)
 
-    def import_image(self, data: bytes) -> None:
-        with engine_errors():
-            docker_client().images.load(data)
+    def import_image(self, pieces: Iterable[bytes]) -> None:
+        with engine_errors():  # `docker load` of a streamed body (sent chunked, never joined here)
+            docker_client().images.load(iter(pieces))
 
     def export_files(self, name: str, out: IO[bytes]) -> ImageConfig:
         """`docker export` of a container of `name` never started (the image's files, flattened), streamed."""
