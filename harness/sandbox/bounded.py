@@ -15,16 +15,7 @@ import tarfile
 import time
 from collections.abc import Iterator, Mapping
 
-READ_CAP = 64 * 1024 * 1024  # what a read takes in when its caller names no cap
-
-
-class FileTooLarge(Exception):
-    """A file over its reader's cap. `size`: its size as the engine saw it, or at least cap + 1 where the
-    bytes were counted here; `head`: its first `cap` bytes. The sandbox's doing, not infrastructure."""
-
-    def __init__(self, path: str, size: int, cap: int, head: bytes = b"") -> None:
-        super().__init__(f"{path} is over {cap} bytes ({size} bytes or more); not read whole")
-        self.path, self.size, self.cap, self.head = path, size, cap, head
+from harness.sandbox.interface import READ_CAP, FileTooLarge  # noqa: F401  (READ_CAP: the providers' default)
 
 
 class Chunks:

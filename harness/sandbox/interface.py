@@ -26,8 +26,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
-from harness.sandbox.bounded import READ_CAP, FileTooLarge  # noqa: F401  (FileTooLarge: read_file's error)
-
 TESTBED = "/testbed"
 # Paths left out of every diff (tooling and build output, not source), as GSO and OpenHands do.
 DIFF_EXCLUDES = (".venv", ".git", "__pycache__", "*.egg-info", "*.pyc")
@@ -78,6 +76,18 @@ class NoPatch(Exception):
 class FileChanged(Exception):
     """`read_file` could not read a file whole, however often it tried: a process in the sandbox kept
     rewriting it as it was read. The sandbox's doing (a daemon the patch left), not infrastructure."""
+
+
+READ_CAP = 64 * 1024 * 1024  # what a read from a sandbox takes in when its caller names no cap (bounded.py)
+
+
+class FileTooLarge(Exception):
+    """A file over its reader's cap. `size`: its size as the engine saw it, or at least cap + 1 where the
+    bytes were counted here; `head`: its first `cap` bytes. The sandbox's doing, not infrastructure."""
+
+    def __init__(self, path: str, size: int, cap: int, head: bytes = b"") -> None:
+        super().__init__(f"{path} is over {cap} bytes ({size} bytes or more); not read whole")
+        self.path, self.size, self.cap, self.head = path, size, cap, head
 
 
 class PatchTooLarge(NoPatch):
