@@ -83,7 +83,7 @@ class GatewayCall:
 class Session:
     """A registered rollout: its token, its handler and the log of its calls.
 
-    `max_refusals`: refused model calls (any answer of 400 and above) the session takes; the next one
+    `max_refusals`: refused model calls (answers 400-499: the agent's requests) the session takes; the next one
     closes it (every later request gets 401 saying why) and `on_close` is told why, once: an agent that
     only sends what is refused is stopped rather than served forever. `remote_media`: whether messages
     may name images or files by a remote URL (which litellm fetches from the runner's host for some
@@ -103,7 +103,7 @@ class Session:
         closed = None
         with self.lock:
             self.calls.append(call)
-            if call.status >= 400:
+            if 400 <= call.status < 500:  # the agent's doing (a 5xx is ours or the model's)
                 self.refusals += 1
                 if self.refusals > self.max_refusals and self.closed is None:
                     closed = self.closed = (f"the gateway closed this token after {self.refusals} refused "

@@ -112,8 +112,15 @@ class DockerProvider:
                 return False
 
     def export_image(self, name: str) -> Iterator[bytes]:
-        with engine_errors():  # `docker save`, streamed in pieces of IMAGE_PIECE bytes
-            yield from docker_client().images.get(name).save(chunk_size=IMAGE_PIECE, named=True)
+        with engine_errors():  # `docker save`, streamed, regrouped into pieces of IMAGE_PIECE bytes (the
+            piece = bytearray()  # engine's stream comes in socket reads of ~32 kB: an object each would crawl)
+            for chunk in docker_client().images.get(name).save(chunk_size=IMAGE_PIECE, named=True):
+                piece += chunk
+                if len(piece) >= IMAGE_PIECE:
+                    yield bytes(piece)
+                    piece.clear()
+            if piece:
+                yield bytes(piece)
 
     def import_image(self, pieces: Iterable[bytes]) -> None:
         with engine_errors():  # `docker load` of a streamed body (sent chunked, never joined here)
