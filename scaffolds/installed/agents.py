@@ -44,7 +44,7 @@ class AgentSpec:
     logs: tuple[str, ...] = ()  # files the agent writes that the trajectory keeps (absolute paths)
     files: tuple[str, ...] = ()  # pypi: this project's modules (beside agents.py) put beside the agent's packages
     programs: tuple[str, ...] = ()  # what the task image must have for it ("tmux")
-    sdists: tuple[str, ...] = ()  # pypi: pure-Python requirements that ship sources only (a wheel is built here)
+    sdists: tuple[str, ...] = ()  # pypi: pure-Python requirements that ship sources only (locked as archives)
 
 
 def python_agent(launch: Launch, env: dict[str, str], args: list[str]) -> str:
