@@ -362,65 +362,45 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.rollouts < 100:
         parser.error("--rollouts must be at least 100 (the soak's target count)")
-    if args.only_hostile:
-        return _hostile_only(args)
     ensure_engine()
     rng = random.Random(args.seed)
     started = time.monotonic()
     DEADLINE["at"] = started + args.max_minutes * 60
+    runs: list[Run] = []
+    checks: list[tuple[str, str, bool]] = []
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
         root = args.keep or Path(tmp)
         (root / "tasks").mkdir(parents=True, exist_ok=True)
         write_task(root / "tasks", TASK)
-        n = args.rollouts
-        chaos = Chaos(kill_at=sorted(rng.sample(range(10, n - 5), 5)), restart_at=rng.randint(n * 2 // 5, n * 3 // 5),
-                      second_at=n // 3)
-        main_run = soak("main", "main", n, args.parallel, [chaos], root / "tasks", root / "out", args.seed)
-        plain = soak("uninterrupted", "plain", args.resume_rollouts, args.parallel, [Chaos()], root / "tasks",
-                     root / "out", args.seed + 1)
-        moment = rng.uniform(*plain.record_times())  # while its rollouts are being recorded
-        killed = soak("killed + resumed", "killed", args.resume_rollouts, args.parallel,
-                      [Chaos(sigkill_after_s=moment), Chaos()], root / "tasks", root / "out", args.seed + 1)
-        long_parallel = min(args.parallel, 4)
-        long = soak("long, killed twice", "long", args.long_rollouts, long_parallel,
-                    [Chaos(sigkill_after_s=rng.uniform(15, 25)), Chaos(sigkill_after_s=rng.uniform(15, 25)), Chaos()],
-                    root / "tasks", root / "out", args.seed + 2, turns=args.long_turns,
-                    extra=("budget.checkpoint_every=10", f"budget.max_steps={args.long_turns + 10}"))
-        hostile = _hostile(args, root)
-        console.print(figures([main_run, plain, killed, long, hostile]))
-        checks = targets(main_run, plain, killed) + long_targets(long, args.long_turns, long_parallel) + \
-            hostile_targets(hostile, min(args.parallel, 4))
-    return _verdict(checks, started, args.max_minutes)
-
-
-def _hostile(args: argparse.Namespace, root: Path) -> Run:
-    return soak("hostile installed agents", "hostile", args.hostile_rollouts, min(args.parallel, 4), [Chaos()],
-                root / "tasks", root / "out", args.seed + 3, policy=HostilePolicy(),
-                scaffold="installed/mini_swe_agent")
-
-
-def _hostile_only(args: argparse.Namespace) -> int:
-    ensure_engine()
-    started = time.monotonic()
-    DEADLINE["at"] = started + args.max_minutes * 60
-    with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
-        root = args.keep or Path(tmp)
-        (root / "tasks").mkdir(parents=True, exist_ok=True)
-        write_task(root / "tasks", TASK)
-        hostile = _hostile(args, root)
-        console.print(figures([hostile]))
-        checks = hostile_targets(hostile, min(args.parallel, 4))
-    return _verdict(checks, started, args.max_minutes)
-
-
-def _verdict(checks: list[tuple[str, str, bool]], started: float, max_minutes: float) -> int:
+        if not args.only_hostile:
+            n = args.rollouts
+            chaos = Chaos(kill_at=sorted(rng.sample(range(10, n - 5), 5)),
+                          restart_at=rng.randint(n * 2 // 5, n * 3 // 5), second_at=n // 3)
+            main_run = soak("main", "main", n, args.parallel, [chaos], root / "tasks", root / "out", args.seed)
+            plain = soak("uninterrupted", "plain", args.resume_rollouts, args.parallel, [Chaos()], root / "tasks",
+                         root / "out", args.seed + 1)
+            moment = rng.uniform(*plain.record_times())  # while its rollouts are being recorded
+            killed = soak("killed + resumed", "killed", args.resume_rollouts, args.parallel,
+                          [Chaos(sigkill_after_s=moment), Chaos()], root / "tasks", root / "out", args.seed + 1)
+            long_parallel = min(args.parallel, 4)
+            long = soak("long, killed twice", "long", args.long_rollouts, long_parallel,
+                        [Chaos(sigkill_after_s=rng.uniform(15, 25)), Chaos(sigkill_after_s=rng.uniform(15, 25)),
+                         Chaos()], root / "tasks", root / "out", args.seed + 2, turns=args.long_turns,
+                        extra=("budget.checkpoint_every=10", f"budget.max_steps={args.long_turns + 10}"))
+            runs += [main_run, plain, killed, long]
+            checks += targets(main_run, plain, killed) + long_targets(long, args.long_turns, long_parallel)
+        hostile = soak("hostile installed agents", "hostile", args.hostile_rollouts, min(args.parallel, 4),
+                       [Chaos()], root / "tasks", root / "out", args.seed + 3, policy=HostilePolicy(),
+                       scaffold="installed/mini_swe_agent")
+        console.print(figures([*runs, hostile]))
+        checks += hostile_targets(hostile, min(args.parallel, 4))
     table = Table(title="soak: targets")
     for column in ("target", "measured", "result"):
         table.add_column(column)
     for name, value, ok in checks:
         table.add_row(name, value, "[green]PASS[/]" if ok else "[red]FAIL[/]")
     console.print(table)
-    console.print(f"soak wall time: {time.monotonic() - started:.0f} s (bound {max_minutes:g} min)")
+    console.print(f"soak wall time: {time.monotonic() - started:.0f} s (bound {args.max_minutes:g} min)")
     return 0 if all(ok for _, _, ok in checks) else 1
 
 
