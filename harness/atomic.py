@@ -99,3 +99,9 @@ def read_json(path: Path) -> Any:
         return json.loads(path.read_text())
     except (OSError, json.JSONDecodeError):
         return None
+
+
+def plain_name(name: object) -> bool:
+    """A name that stays in the folder it is joined to (names read from files another run or tool wrote):
+    no separator, not `.` or `..`, no NUL."""
+    return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\x00" not in name

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness.atomic import write_bytes
+from harness.atomic import plain_name, write_bytes
 from harness.models.records import CallRecord, Usage
 from harness.sandbox.interface import Checkpointable, Portable, Sandbox, SandboxError
 from harness.sandbox.providers import SandboxProvider
@@ -85,11 +85,6 @@ class Folder:
 
     def where(self, name: str) -> str:
         return str(self._path(name).resolve())
-
-
-def plain_name(name: object) -> bool:
-    """A name that stays in its folder: no separator, not `.` or `..`, no NUL."""
-    return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\x00" not in name
 
 
 class CheckpointDir:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.atomic import plain_name
 from harness.grader.patch_paths import with_final_newline
 
 
@@ -145,4 +146,4 @@ def model_folder(name: str) -> str | None:
     """The folder GSO's report layout names after a model (`/` -> `__`, as GSO does); None for a name that
     would leave the layout's folder or name none (".", "..", NUL)."""
     folder = name.replace("/", "__")
-    return None if folder in ("", ".", "..") or "\x00" in folder else folder
+    return folder if plain_name(folder) else None

@@ -15,7 +15,7 @@ import tarfile
 import time
 from collections.abc import Iterator, Mapping
 
-from harness.sandbox.interface import READ_CAP, FileTooLarge  # noqa: F401  (READ_CAP: the providers' default)
+from harness.sandbox.interface import FileTooLarge
 
 
 class Chunks:

@@ -131,7 +131,7 @@ class Connection(BaseHTTPRequestHandler):
 
     def _model_call(self, wire: Wire, session: Session, path: str, body: Any, raw: bytes, started: float) -> None:
         call = GatewayCall(wire=wire.name, path=path, request=body, messages=None, tools=None, reply=None, status=200,
-                           request_bytes=len(raw), request_sha256=_digest(raw))
+                           request_bytes=len(raw))
         kind = code = None
         events: list[bytes] | None = None
         try:
@@ -168,6 +168,8 @@ class Connection(BaseHTTPRequestHandler):
             data, content_type = json.dumps(call.reply).encode(), "application/json"
         # Logged before the answer is written, so a client holding its answer finds the call logged.
         call.gateway_s = time.perf_counter() - started
+        if call.status != 200:  # a refused request is kept as its digest (a served one's is its trajectory)
+            call.request_sha256 = _digest(raw)
         if call.status != 200 or not self.server.gateway.keep_bodies:
             call.request = call.messages = call.tools = call.reply = None
         session.record(call)

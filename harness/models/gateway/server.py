@@ -53,13 +53,11 @@ class _Server(HTTPServer):
         self._connections: dict[threading.Thread, socket.socket] = {}
         self._read_by: dict[threading.Thread, float] = {}  # requests being read: when they must be in
         self._lock = threading.Lock()
-        self.turned_away = 0  # connections closed at once: the socket had max_connections open
 
     def process_request(self, request: Any, client_address: Any) -> None:
         with self._lock:
             full = len(self._connections) >= self.gateway.max_connections
         if full:  # answered from the accept loop, without a thread: a short 503, then closed
-            self.turned_away += 1
             try:
                 request.setblocking(False)
                 request.send(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n"

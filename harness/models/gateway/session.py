@@ -67,7 +67,7 @@ class GatewayCall:
     reply: dict[str, Any] | None  # the wire reply (for a stream, the complete object the stream carried)
     status: int
     request_bytes: int = 0  # the body's size as received (after decompression)
-    request_sha256: str = ""  # its digest, kept whatever the outcome
+    request_sha256: str = ""  # a refused request's digest (what is kept of it)
     stream: bool = False
     usage: CallUsage | None = None
     gateway_s: float = 0.0

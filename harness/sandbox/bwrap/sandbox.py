@@ -29,7 +29,7 @@ from typing import Any
 
 from harness.gpus import Gpu, visible_env
 from harness.sandbox.archive import tar_of
-from harness.sandbox.bounded import READ_CAP, bounded_output
+from harness.sandbox.bounded import bounded_output
 from harness.sandbox import overlay
 from harness.sandbox.bwrap import cgroups, devices, hardening, ids, outside, registry, uplink
 from harness.sandbox.bwrap.binary import bwrap_path, nsenter_path, usable
@@ -38,7 +38,7 @@ from harness.sandbox.bwrap.ports import Ports
 from harness.sandbox.bwrap.rootfs import Rootfs
 from harness.sandbox.bwrap.stream import BwrapStream, drain
 from harness.sandbox.gitdiff import take_diff
-from harness.sandbox.interface import (BASE_COMMIT_LABEL, GIT_DIR_LABEL, PINS_LABEL, TESTBED, WORKDIR_LABEL,
+from harness.sandbox.interface import (BASE_COMMIT_LABEL, GIT_DIR_LABEL, PINS_LABEL, READ_CAP, TESTBED, WORKDIR_LABEL,
                                        ExecResult, OutputCapture, SandboxError, SandboxKilledFromInside,
                                        SandboxLimits, SandboxUnavailable, shell_flags)
 

@@ -37,9 +37,9 @@ from harness.sandbox.docker.ports import Ports
 from harness.sandbox.docker.stream import DockerStream, run_exec
 from harness.sandbox import kept, overlay
 from harness.sandbox.archive import tar_of
-from harness.sandbox.bounded import READ_CAP, archive_member
+from harness.sandbox.bounded import archive_member
 from harness.sandbox.gitdiff import take_diff
-from harness.sandbox.interface import (BASE_COMMIT_LABEL, GIT_DIR_LABEL, PINS_LABEL, TESTBED, WORKDIR_LABEL,
+from harness.sandbox.interface import (BASE_COMMIT_LABEL, GIT_DIR_LABEL, PINS_LABEL, READ_CAP, TESTBED, WORKDIR_LABEL,
                                        ExecResult, FileChanged, OutputCapture, SandboxError, SandboxLimits,
                                        close_quietly, shell_flags)
 
