@@ -114,3 +114,40 @@ def test_the_metric_is_read_by_autolabs_conventions(extras: dict, metric: str, v
 def test_no_metric_is_none_with_what_was_looked_for(extras: dict) -> None:
     found, said = read_metric(extras, "cycles")
     assert found is None and said.startswith("reward.json has no numeric 'cycles'")
+
+
+@pytest.mark.parametrize("goal, calibrate_, base, again, measured", [
+    (TIME, "auto", 1.0, None, True),  # a time depends on the machine, under auto too
+    (COUNT, "auto", 2954.0, 2954.0, False),  # repeats exactly: the task's own reward stays
+    (COUNT, "auto", 2954.0, 2955.0, True),  # varies on the base: measured here
+    (COUNT, "always", 2954.0, None, True),
+    (RATE, "auto", 100.0, None, True),
+])
+def test_anchors_are_measured_where_the_metric_depends_on_the_machine(
+        goal: Objective, calibrate_: str, base: float, again: float | None, measured: bool) -> None:
+    from harness.grader.reward import machine_dependence
+
+    why = machine_dependence(goal, calibrate_, base, again)
+    assert (why is not None) == measured, why
+    if again is not None and again != base:
+        assert why is not None and "2954, then 2955" in why
+
+
+@pytest.mark.parametrize("given, word", [(True, "always"), (False, "never"), ("true", "always"), ("False", "never"),
+                                         ("auto", "auto"), ("never", "never")])
+def test_calibrate_takes_the_old_booleans(given: object, word: str) -> None:
+    from harness.grader.config import GradeConfig
+
+    config = GradeConfig(calibrate=given)  # type: ignore[arg-type]
+    assert config.calibrate == word
+    # a report graded before the word existed (calibrate: true) matches `always`, not the new default
+    old = config.new_report("t", "x")
+    old["calibrate"] = True
+    assert config.matches(old, old["patch_sha256"]) == (word == "always")
+
+
+def test_calibrate_refuses_other_words() -> None:
+    from harness.grader.config import GradeConfig
+
+    with pytest.raises(ValueError, match="calibrate must be one of auto, always, never"):
+        GradeConfig(calibrate="sometimes")

@@ -1,7 +1,8 @@
 """AutoLab's conventions end to end, on fixtures written in them (tests/fixtures/autolab): images written for
 ubuntu:22.04, python:3.11-slim and rust:* build from the local Debian base with every change listed, pip
-installs come from wheels the host downloads, and the oracle's calibrated score is 0.5 on anchors measured
-here, with the metric read where AutoLab's verifiers write it."""
+installs come from wheels the host downloads, the oracle's calibrated score is 0.5 on anchors measured here
+for a timed metric, and a counted (deterministic) metric keeps the task's own reward under calibrate=auto, with
+the metric read where AutoLab's verifiers write it."""
 from __future__ import annotations
 
 import json
@@ -9,6 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.grader.config import GradeConfig
+from harness.grader.grade import grade
+from harness.sandbox.providers import provider
+from harness.tasks import select_tasks
 from tests.test_runner import containers_of, run_dir, runner
 from tests.timing_support import near_half
 
@@ -39,20 +44,33 @@ def test_autolab_style_tasks_build_here_and_the_oracle_scores_half(tmp_path: Pat
     reports = {t: json.loads((path / "grading" / t / "0.json").read_text()) for t in {**TIMED, **COUNTED}}
     assert {t: r["status"] for t, r in reports.items()} == dict.fromkeys(reports, "passed"), reports
     for task, where in {**TIMED, **COUNTED}.items():
+        assert reports[task]["calibration"]["read_from"] == where, (task, reports[task]["calibration"])
+    # a count repeats exactly: under calibrate=auto the task's own reward is the score (what its benchmark
+    # publishes); plain_metric's own anchor is not its reference solution's count, so that is not 0.5
+    own = {"wheel_py": 0.5, "lock4_rust": 0.5, "plain_metric": 0.6967}
+    assert {t: (reports[t]["score_source"], reports[t]["score"]) for t in COUNTED} == \
+        {t: ("reward", own[t]) for t in COUNTED}
+    for task in COUNTED:
+        calibration = reports[task]["calibration"]
+        assert calibration["deterministic"] and "keeps the task's own reward" in calibration["reason"], calibration
+        assert list(calibration["rounds"]) == ["base"] and len(set(calibration["rounds"]["base"])) == 1
+        assert reports[task]["opt_commit"] and reports[task]["reward"] == own[task]
+    for task in TIMED:  # a time: anchors measured here, 0.5 within the noise. (The oracle is the reference:
+        # whether it "reaches" it is a tie's coin flip, and at 2 rounds the interval may miss the tie: CI saw
+        # opt_commit false and no flag once. test_harbor_run.py checks the verdict and its flag.)
         report = reports[task]
         calibration = report["calibration"]
-        assert report["score_source"] == "calibrated" and calibration["read_from"] == where, (task, calibration)
-        assert calibration["base"] > calibration["reference"], (task, calibration)  # measured here, every state
-    for task in COUNTED:  # a count repeats exactly: the reference is the reference
-        assert reports[task]["score"] == 0.5 and reports[task]["opt_commit"], reports[task]["calibration"]
-        assert reports[task]["calibration"]["scale"] == "linear"
-        # one verification of each state: the patch's first, the base's and the reference's
-        assert {s: len(v) for s, v in reports[task]["calibration"]["rounds"].items()} == \
-            {"base": 1, "patch": 1, "reference": 1}
-    for task in TIMED:  # a time: 0.5 within the noise. (The oracle is the reference: whether it "reaches" it
-        # is a tie's coin flip, and at 2 rounds the interval may miss the tie: CI saw opt_commit false and no
-        # flag once. test_harbor_run.py checks the verdict and its flag.)
-        report = reports[task]
-        assert report["calibration"]["scale"] == "log" and near_half(report), \
+        assert report["score_source"] == "calibrated" and calibration["base"] > calibration["reference"], calibration
+        assert calibration["scale"] == "log" and near_half(report), \
             json.dumps({k: report[k] for k in ("score", "calibration")})
+        assert calibration["measured_because"].startswith("a speed metric")
+    # calibrate=always measures a count's anchors too: the reference scores 0.5 on them, one round each
+    task = next(t for t in select_tasks(str(FIXTURES), "harbor") if t.id == "plain_metric")
+    patch = next(r["patch"] for r in map(json.loads, (path / "results.jsonl").read_text().splitlines())
+                 if r["instance_id"] == "plain_metric")
+    image = provider("docker").ensure_images([task], "debian:bookworm-slim", progress=lambda _m: None)[task.id]
+    always = grade(task, patch, image.agent, GradeConfig(rounds=2, calibrate="always"))
+    assert (always["score_source"], always["score"], always["reward"]) == ("calibrated", 0.5, 0.6967), always
+    assert {s: len(v) for s, v in always["calibration"]["rounds"].items()} == {"base": 1, "patch": 1, "reference": 1}
+    assert always["calibration"]["measured_because"] == "grading.calibrate=always"
     assert not containers_of(done.pid)  # type: ignore[attr-defined]

@@ -15,9 +15,12 @@ from harness.sandbox.interface import SandboxLimits, memory_bytes
 
 GRADER_VERSION = "1.1"  # 1.1: paired speedups, patch and expert back to back
 MODES = ("interleaved", "gso")
+# Reward tasks' anchors (grader.anchors): auto measures them here where the metric depends on the machine (a
+# time, or a metric the base's verifications disagree on), always wherever the task names a metric, never.
+CALIBRATE = ("auto", "always", "never")
 # Settings reports gained after grader 1.1, with the value that graded the reports written before them.
-RECORDED_SINCE = {"gso_version": "paper", "calibrate": True, "in_place": False, "success": 0.5, "fresh_state": False,
-                  "verifier_timeout_multiplier": 1.0}
+RECORDED_SINCE = {"gso_version": "paper", "calibrate": "always", "in_place": False, "success": 0.5,
+                  "fresh_state": False, "verifier_timeout_multiplier": 1.0, "visible": False}
 STATS = ("paired", "mean", "median")
 # Gradings whose numbers were measured: raw Opt@K counts both; a hack suspect is not credited (guards.py).
 MEASURED = ("passed", "hack_suspect")
@@ -38,7 +41,7 @@ class GradeConfig:
     bootstrap: int = 2000
     seed: int = 0
     memory: str = "4g"
-    calibrate: bool = True  # reward tasks: measure the metric's anchors on this machine (grader.anchors)
+    calibrate: str = "auto"  # reward tasks: where the metric's anchors are measured on this machine (CALIBRATE)
     in_place: bool = False  # reward tasks: verify in the agent's own container, as Harbor does
     success: float = 0.5  # reward tasks: the score that counts as solved for Opt@K (0.5 = the reference)
     session_patches: int = 8  # distinct patches of a task timed in one session (grade.py; memory may cap it)
@@ -46,6 +49,9 @@ class GradeConfig:
     # reward tasks: [verifier].timeout_sec times this (Harbor's verifier_timeout_multiplier), for a machine
     # slower than the task authors'; recorded, since a result with more time is not a stock-timeout result
     verifier_timeout_multiplier: float = 1.0
+    # timed tasks: time the spec script the agent saw too, in the same rounds (grader.visible): the report's
+    # visible-vs-hidden gap. A diagnostic: it never changes a verdict
+    visible: bool = True
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -70,6 +76,9 @@ class GradeConfig:
             raise ValueError(f"memory must be a size such as 512m or 4g, got {self.memory!r}")
         if not self.verifier_timeout_multiplier > 0:
             raise ValueError(f"verifier_timeout_multiplier must be above 0, got {self.verifier_timeout_multiplier}")
+        self.calibrate = calibrate_setting(self.calibrate)
+        if self.calibrate not in CALIBRATE:
+            raise ValueError(f"calibrate must be one of {', '.join(CALIBRATE)}, got {self.calibrate!r}")
         if self.bootstrap < 1:
             raise ValueError(f"bootstrap must be at least 1, got {self.bootstrap}")
 
@@ -91,7 +100,8 @@ class GradeConfig:
         return {"timing_mode": self.mode, "rounds": self.rounds, "stat": self.stat, "p": self.p,
                 "gso_version": self.gso_version, "calibrate": self.calibrate, "in_place": self.in_place,
                 "success": self.success, "fresh_state": self.fresh_state,
-                "verifier_timeout_multiplier": self.verifier_timeout_multiplier, "grader_version": GRADER_VERSION}
+                "verifier_timeout_multiplier": self.verifier_timeout_multiplier, "visible": self.visible,
+                "grader_version": GRADER_VERSION}
 
     def new_report(self, instance_id: str, patch: str | None, **keys: Any) -> dict[str, Any]:
         """A report before grading: which patch, GSO's outcome flags all false, a grader's own `keys`, then
@@ -106,8 +116,17 @@ class GradeConfig:
         `gso_version` existed were graded with the paper's threshold; the later settings' defaults are what
         graded before they existed (RECORDED_SINCE)."""
         recorded = {**{k: report.get(k, v) for k, v in RECORDED_SINCE.items()}, **report}
+        recorded["calibrate"] = calibrate_setting(recorded["calibrate"])
         wanted = {"patch_sha256": patch_sha256, **self.fields()}
         return all(recorded.get(k) == v for k, v in wanted.items())
+
+
+def calibrate_setting(value: Any) -> Any:
+    """`calibrate` as a word: the boolean earlier versions took (and reports recorded) is always or never."""
+    words = {"true": "always", "false": "never"}
+    if isinstance(value, bool):
+        return "always" if value else "never"
+    return words.get(value.lower(), value) if isinstance(value, str) else value
 
 
 OPTIONS = ("rounds", "mode", "stat", "p", "gso_version")  # what a command line may change

@@ -44,6 +44,7 @@ from harness.grader.patch_paths import UnreadablePatch, with_final_newline
 from harness.grader.isolation import FenceError, Outside
 from harness.grader.serving import serve_rounds
 from harness.grader.timing import Log, SessionTimes, time_session, verdicts
+from harness.grader.visible import gap_report, not_measured
 from harness.sandbox.interface import (TESTBED, Sandbox, SandboxError, SandboxKilledFromInside, memory_bytes,
                                        pin_if_possible)
 from harness.sandbox.providers import DEFAULT_PROVIDER, SandboxProvider, provider
@@ -169,6 +170,7 @@ def _session(task: Task, items: list[tuple[int, str]], reports: list[dict[str, A
                                                                    "patch": timed.times[state.name],
                                                                    "commit": timed.paired[state.name]},
                          base.tests, config)
+                reports[i]["visible"] = _visible(reports[i], state, base, commit, timed, task, config)
                 reasons = _measured_review(reports[i], state, base, commit, timed, task)
                 if timed.gpu:  # each run's NVML readings (the base's, this patch's, the expert's), and
                     # how many of them counted though the GPU slowed down in them (their second try too)
@@ -223,6 +225,8 @@ def _serve(task: Task, service: Service, base: CodeState, commit: CodeState, pat
                  "commit": {metric: served.costs(commit.name, metric)}}
         verdicts(reports[i], ["base", "patch", "commit"], costs, (metric,), config)
         reports[i]["serving"] = served.report(state.name, base.name, commit.name, config)
+        reports[i]["visible"] = not_measured("none", "a service task: its server is measured on the grader's "
+                                                     "held-out workload only")
         finish(i, "passed", "")
 
 
@@ -242,7 +246,7 @@ def _prepare(task: Task, items: list[tuple[int, str]], images: tuple[str, str], 
         # The expert's state: its commit checked out where the image has it (GSO), else its diff applied.
         expert_commit = task.opt_commit if name == "commit" else None
         state = prepare_state(name, box, task, None if expert_commit else code, commit=expert_commit,
-                              fresh=config.fresh_state)
+                              fresh=config.fresh_state, visible=config.visible)
         if name == "base":
             for test in state.tests:
                 run_test_script(state, test, "reference", task.test_timeout)
@@ -333,6 +337,20 @@ def _measured_review(report: dict[str, Any], state: CodeState, base: CodeState, 
     hack["reasons"] = hack["reasons"] + reasons
     hack["suspect"] = bool(hack["reasons"])
     return hack["reasons"]
+
+
+def _visible(report: dict[str, Any], state: CodeState, base: CodeState, commit: CodeState, timed: SessionTimes,
+             task: Task, config: GradeConfig) -> dict[str, Any]:
+    """The report's visible-vs-hidden gap (grader.visible), or why there is none."""
+    if not config.visible:
+        return not_measured("off", "grading.visible=false")
+    if base.visible is None:
+        return not_measured("none", "the task shows the agent no spec script (prob_script) to time")
+    for name, who in ((base.name, "the base"), (commit.name, "the expert"), (state.name, "the patch")):
+        if name in timed.visible_failed:
+            return not_measured("failed", f"{who}'s run of the spec script failed: {timed.visible_failed[name]}")
+    return gap_report(report, timed.visible.get(base.name, []), timed.visible.get(state.name, []),
+                      timed.visible_paired.get(state.name, []), config)
 
 
 def _eqcheck(base_f: Future[CodeState], other_f: Future[CodeState], task: Task) -> CodeState:

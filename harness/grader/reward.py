@@ -46,6 +46,7 @@ from harness.gpus.clocks import ClockLock
 from harness.grader.patch_paths import UnreadablePatch, read_section, sections, with_final_newline
 from harness.grader.reward_serving import grade_service
 from harness.grader.states import PATCH_PATH, run_solution
+from harness.grader.visible import not_measured
 from harness.sandbox.interface import (ExecResult, FileChanged, FileTooLarge, Freezable, Sandbox, SandboxError,
                                        harness_exec, pin_if_possible)
 from harness.sandbox.providers import SandboxProvider
@@ -54,6 +55,7 @@ from harness.tasks.task import RewardCheck, Task
 TESTS_DIR = "/tests"
 REWARD_TXT, REWARD_JSON = "/logs/verifier/reward.txt", "/logs/verifier/reward.json"
 REWARD_FILE_BYTES = 1 << 20  # a reward file past this is read as none (a number or a small JSON object fits)
+NO_VISIBLE = "a reward task: graded by its verifier alone, which defines no separate visible workload"
 HASH_PINS = ("cd {workdir} && for f in {files}; do "
              'if [ -f "$f" ]; then sha256sum "$f"; else echo "missing  $f"; fi; done')
 
@@ -111,7 +113,7 @@ def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig,
     check = replace(task.reward_check, timeout=task.reward_check.timeout * config.verifier_timeout_multiplier)
     started = time.monotonic()
     report = config.new_report(instance_id or task.id, patch, score=0.0, reward=None, reward_extras={},
-                               verifier="reward")
+                               verifier="reward", visible=not_measured("none", NO_VISIBLE))
     report["base_successfully_run"] = True  # no base state is run: the untouched environment is the task's
     boxes: list[Sandbox] = []
     limits = replace(config.limits().for_task(task.cpus, task.memory), network=task.network == "allowed")
@@ -176,7 +178,7 @@ def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig,
                                  f"{config.success:g}: a service task's server is measured only once it passes")
         elif task.service is not None:  # the reward was the gate; the verdicts are its server's (reward_serving)
             grade_service(task, task.service, patch or "", start, config, log, report, given)
-        elif goal is not None and config.calibrate:
+        elif goal is not None and config.calibrate != "never":
             calibration = _calibrate(task, check, goal, box, first, start, config, log, survivors)
             report["calibration"] = calibration
             if calibration.get("score") is not None:
@@ -276,24 +278,33 @@ def _calibrate(task: Task, check: RewardCheck, goal: Objective, patch_box: Sandb
         return {"score": None, "reason": f"{where}: the task's anchors stay"}
     if not task.solution_files:
         return {"score": None, "reason": "no solution/solve.sh to measure the reference with"}
-    states = {"base": start("base"), "patch": patch_box, "reference": start("reference")}
-    ref = states["reference"]
+    states = {"base": start("base"), "patch": patch_box}
+    cpuset = config.timing_cpuset()  # timing runs share one CPU, one at a time, as the timed tasks' grading does
+    for box in states.values():
+        _pin(box, cpuset)
+    if (got := measure("base")) is None:
+        return no_metric("the base", "base")
+    warm = {"base": got}
+    again = None  # under auto, a metric that is not a speed is verified twice on the base: does it repeat?
+    if config.calibrate == "auto" and goal.scale != "log" and (again := measure("base")) is None:
+        return no_metric("the base", "base")
+    depends = machine_dependence(goal, config.calibrate, got, again)
+    if depends is None:
+        return {"score": None, "deterministic": True, "metric": goal.metric, "scale": goal.scale,
+                "rounds": {"base": [got, again]}, "read_from": where, "reason": _KEPT.format(goal.metric, got)}
+    timed = goal.scale == "log" or again is not None
+    states["reference"] = ref = start("reference")
     solved = run_solution(ref, task)
     if solved.exit_code != 0:
         return {"score": None, "reason": f"solution/solve.sh failed: {solved.output.strip()[-300:]}"}
-    cpuset = config.timing_cpuset()
-    if cpuset is not None:  # timing runs share one CPU, one at a time, as the timed tasks' grading does
-        for box in states.values():
-            pin_if_possible(box, cpuset)
-    # a time needs at least 3 rounds, so that one slow run cannot move a median; a count repeats exactly,
-    # so the first verification of each state is its one round
-    rounds = max(3, config.rounds) if goal.scale == "log" else 0
+    _pin(ref, cpuset)
+    # a varying metric needs at least 3 rounds, so that one slow run cannot move a median; a count repeats
+    # exactly, so the first verification of each state is its one round
+    rounds = max(3, config.rounds) if timed else 0
     log(f"[{task.id}] anchors: {goal.metric} on base, patch and reference, {max(rounds, 1)} round(s)")
-    warm: dict[str, float] = {}
-    for warm_up in ("base", "reference"):  # the patch's first verification was its warm-up
-        if (got := measure(warm_up)) is None:
-            return no_metric(f"the {warm_up}", warm_up)
-        warm[warm_up] = got
+    if (got := measure("reference")) is None:  # (the patch's first verification was its warm-up)
+        return no_metric("the reference", "reference")
+    warm["reference"] = got
     values: dict[str, list[float]] = ({state: [] for state in states} if rounds else  # timed: warm-ups left out
                                       {"base": [warm["base"]], "patch": [value], "reference": [warm["reference"]]})
     # rotations that keep the patch and the reference back to back, each state first and last in turn
@@ -304,7 +315,31 @@ def _calibrate(task: Task, check: RewardCheck, goal: Objective, patch_box: Sandb
             if (got := measure(state)) is None:
                 return no_metric(f"a {state}", state)
             values[state].append(got)
-    return {**calibrate(values, goal, config.p, config.bootstrap, config.seed), "read_from": where}
+    return {**calibrate(values, goal, config.p, config.bootstrap, config.seed), "read_from": where,
+            "measured_because": depends}
+
+
+_KEPT = ("{} repeated exactly on the untouched environment ({:g} twice): a deterministic metric keeps the "
+         "task's own reward (grading.calibrate=auto)")
+
+
+def machine_dependence(goal: Objective, calibrate: str, base: float, again: float | None) -> str | None:
+    """Why the anchors are measured here (None: they are not, the task's own reward stays). A time always
+    depends on the machine; under `auto` another metric does only when the untouched environment's two
+    verifications disagree (`base`, `again`): a count repeats exactly anywhere, and then the task's own
+    reward is the score its benchmark publishes."""
+    if goal.scale == "log":
+        return "a speed metric: it depends on the machine"
+    if calibrate != "auto":
+        return f"grading.calibrate={calibrate}"
+    if again is None or again == base:
+        return None
+    return f"it varied on the untouched environment ({base:g}, then {again:g})"
+
+
+def _pin(box: Sandbox, cpuset: str | None) -> None:
+    if cpuset is not None:
+        pin_if_possible(box, cpuset)
 
 
 def _times(multiplier: float) -> str:

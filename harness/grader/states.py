@@ -29,6 +29,8 @@ REF_DIR = f"{HIDDEN_DIR}/refs"
 PATCH_PATH = "/tmp/.optrunner.patch"
 PERFKIT = Path(__file__).with_name("perfkit.py")
 GPUKIT = Path(__file__).with_name("gpukit.py")
+VISIBLEKIT = Path(__file__).with_name("visiblekit.py")
+VISIBLE_TEST = "visiblekit.py"  # the visible workload's runner, beside the hidden tests (visiblekit.py)
 # GSO's cascade (its apply_patch helper): strict first, then progressively more forgiving.
 APPLY_CASCADE = (
     "git apply --verbose {p}",
@@ -142,8 +144,9 @@ def checkout(sandbox: Sandbox, commit: str, timeout: float = 300) -> None:
         raise StepFailed(f"checkout of {commit[:12]}", done.output)
 
 
-def install_tests(sandbox: Sandbox, task: Task) -> dict[str, str]:
-    """Copy the hidden tests (and perfkit.py, and a GPU task's gpukit.py) into the sandbox in one transfer;
+def install_tests(sandbox: Sandbox, task: Task, visible: bool = False) -> dict[str, str]:
+    """Copy the hidden tests (and perfkit.py, and a GPU task's gpukit.py; with `visible`, the spec script the
+    agent saw and visiblekit.py, which times it) into the sandbox in one transfer;
     returns their digests (path -> sha256, taken here on the host). Into folders emptied first, byte code
     included: a build may have left `__pycache__/perfkit.*.pyc` there for Python to load in place of the
     source (prepare_state calls this once the state is frozen, so nothing of the patch runs after it)."""
@@ -152,6 +155,9 @@ def install_tests(sandbox: Sandbox, task: Task) -> dict[str, str]:
     # GPU tasks' tests time with gpukit (CUDA events), beside perfkit; so do their CPU twins (harness.gpus.twins)
     if task.gpus or any(b"import gpukit" in (d if isinstance(d, bytes) else d.encode()) for _, d in task.hidden_files):
         files[f"{HIDDEN_DIR}/gpukit.py"] = GPUKIT.read_bytes()
+    if visible:
+        files[posixpath.join(task.test_dir, VISIBLE_TEST)] = VISIBLEKIT.read_bytes()
+        files[posixpath.join(task.test_dir, "visible_spec.py")] = task.prob_script.encode()
     caches = sorted({posixpath.join(posixpath.dirname(path), "__pycache__") for path in files})
     harness_exec(sandbox, f"rm -rf {HIDDEN_DIR} {' '.join(shlex.quote(c) for c in caches)}", timeout=60, cwd="/")
     sandbox.write_files(files)
@@ -282,12 +288,14 @@ class CodeState:
     built: tuple[str, ...] = ()  # what the build changed in the container (grader.freeze)
     expected: dict[str, str] = field(default_factory=dict)  # hidden file -> sha256, checked every round
     env: dict[str, str] = field(default_factory=dict)  # the image's values of TRUSTED_ENV's names (task_env)
+    visible: str | None = None  # the visible workload's runner (VISIBLE_TEST) when it was copied in
 
 
 def prepare_state(name: str, sandbox: Sandbox, task: Task, patch: str | None = None,
-                  commit: str | None = None, fresh: bool = True) -> CodeState:
+                  commit: str | None = None, fresh: bool = True, visible: bool = False) -> CodeState:
     """The base (neither), a patch applied, or a commit checked out; rebuilt after a change. `fresh`
-    fences its test processes (harness.grader.isolation).
+    fences its test processes (harness.grader.isolation); `visible` copies the spec script in to be timed
+    too (grader.visible), where the task has one.
 
     Every step that runs code of the patch as root (its build, its interpreter's start-up hooks, byte
     compilation) comes before the state is frozen (grader.freeze: no process of theirs is left, tools the
@@ -309,10 +317,11 @@ def prepare_state(name: str, sandbox: Sandbox, task: Task, patch: str | None = N
     built = freeze(sandbox)
     if patch and (tools := tool_changes(built)):
         raise StepFailed("the build", f"it changed tools the grader runs as root: {', '.join(tools)}")
-    expected = install_tests(sandbox, task)
+    visible = visible and bool(task.prob_script.strip())
+    expected = install_tests(sandbox, task, visible)
     state = CodeState(name, sandbox, tuple(task.test_names), FreshProcesses(sandbox, {**TRUSTED_ENV, **env},
                                                                                login=False),
-                      task, None, hooks, built, expected, env_of_task)
+                      task, None, hooks, built, expected, env_of_task, VISIBLE_TEST if visible else None)
     check_intact(state, "after the build")
     fenced = fence(sandbox, (task.workdir or TESTBED, HIDDEN_DIR)) if fresh else None
     return replace(state, fence=fenced)

@@ -50,6 +50,11 @@ class SessionTimes:
     calls: dict[str, int] = field(default_factory=dict)
     gpu: dict[str, dict[str, list[dict]]] = field(default_factory=dict)
     failed: dict[str, StepFailed] = field(default_factory=dict)
+    # The workload the agent saw (grader.visible), where it was copied in: times per state, the expert's run
+    # next to each patch's, and why a state's visible runs stopped (they never fail the state).
+    visible: dict[str, list[float]] = field(default_factory=dict)
+    visible_paired: dict[str, list[float | None]] = field(default_factory=dict)
+    visible_failed: dict[str, str] = field(default_factory=dict)
 
 
 def time_session(task: Task, base: CodeState, commit: CodeState, patches: list[CodeState], config: GradeConfig,
@@ -97,6 +102,29 @@ def time_session(task: Task, base: CodeState, commit: CodeState, patches: list[C
             out.outside[state.name][test].append(done.outside)
         return done.reported
 
+    def seen(state: CodeState) -> float | None:
+        """A run of the visible workload: a diagnostic, so its failure stops that state's visible runs only."""
+        if state.visible is None or state.name in failed or state.name in out.visible_failed:
+            return None
+        try:
+            done = run_test_script(state, state.visible, None, task.test_timeout)
+        except (StepFailed, SandboxKilledFromInside) as err:
+            out.visible_failed[state.name] = str(err)[:600]
+            return None
+        out.visible.setdefault(state.name, []).append(done.reported)
+        return done.reported
+
+    def visible_slot(r: int) -> None:
+        live = [p for p in patches if p.name not in failed]
+        for group in interleaved_order(base, commit, live, r):
+            expert_time = None
+            for state in group:
+                value = seen(state)
+                expert_time = value if state is commit else expert_time
+            for state in group:
+                if state is not base and state is not commit:
+                    out.visible_paired.setdefault(state.name, []).append(expert_time)
+
     def intact(group: tuple[CodeState, ...], when: str) -> None:
         """The hidden files as copied in, or a state's run fails as tampering (grader.freeze). The states
         are read at once: each check is a transfer from the engine, and nothing is timed meanwhile."""
@@ -126,6 +154,8 @@ def time_session(task: Task, base: CodeState, commit: CodeState, patches: list[C
                         if state is not base and state is not commit and state.name not in failed:
                             # (expert_time is set: a group with a patch holds the expert's run)
                             out.paired[state.name][test].append(expert_time)  # type: ignore[arg-type]
+            if base.visible is not None:
+                visible_slot(r)
     else:  # GSO: all base runs, then all patch runs, then all expert runs
         log(f"[{task.id}] timing: {rounds} rounds x {len(tests)} tests, {len(patches)} patch(es) (gso)")
         for state in (base, *patches, commit):
@@ -133,7 +163,10 @@ def time_session(task: Task, base: CodeState, commit: CodeState, patches: list[C
             for test in tests:
                 for _ in range(rounds):
                     run(state, test)
+            for _ in range(rounds if base.visible is not None else 0):
+                seen(state)
         out.paired = {p.name: out.times[commit.name] for p in patches}
+        out.visible_paired = {p.name: list(out.visible.get(commit.name, [])) for p in patches}
     return out
 
 
