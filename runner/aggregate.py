@@ -108,7 +108,7 @@ def _usd(value: float | None, known: bool = True) -> str:
 
 def _ci(row: dict[str, Any], metric: str) -> str:
     bounds = (row.get("ci") or {}).get(metric)
-    return _f(row[metric]) + (f" [{bounds[0]:.3f}, {bounds[1]:.3f}]" if bounds else "")
+    return _f(row.get(metric)) + (f" [{bounds[0]:.3f}, {bounds[1]:.3f}]" if bounds else "")
 
 
 def _intervals_line(settings: dict[str, Any] | None) -> str:
@@ -128,15 +128,21 @@ def render_markdown(result: dict[str, Any]) -> str:
     if any(row["approximate"] for row in result["systems"]):
         lines += ["Rows marked * are post-hoc truncations of longer rollouts: an approximation, since an agent "
                   "that knows its budget is smaller behaves differently.", ""]
-    lines += ["| system | tasks | rollouts | Opt@1 | Opt@K | Avg@k | Best@k | Dominance | mean steps | wall s | "
-              "tokens in/cached/out | $/rollout | $/solved task | unsolved cost share |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += ["Errored: rollouts whose run ended in an infrastructure, provider or tool error; unscored: no measured "
+              "grading. Both count as failures with score 0 in Opt, Avg and Best (as GSO counts them). Costs are "
+              "over the rollouts whose cost is known (+?: some were unknown and are left out). Gap: the speedup on "
+              "the spec script the agent saw over the hidden tests' (geometric mean over rollouts).", "",
+              "| system | tasks | rollouts | Opt@1 | Opt@K | Avg@k | Best@k | Dominance | errored / unscored | gap | "
+              "mean steps | wall s | tokens in/cached/out | $/rollout | $/solved task | unsolved cost share |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in result["systems"]:
         tokens = row["tokens"]
         lines.append(
             f"| {row['system']}{' *' if row['approximate'] else ''} | {row['tasks']} | {row['rollouts']} | "
             f"{_f(row['opt_at_1'])} | {_ci(row, 'opt_at_K')} (K={row['rollouts']}) | {_ci(row, 'avg_at_k')} | "
-            f"{_ci(row, 'best_at_k')} | {_f(row['dominance'])} | {_f(row['mean_steps'], 1)} | "
+            f"{_ci(row, 'best_at_k')} | {_f(row['dominance'])} | {row.get('errored', 0)} / {row.get('unscored', 0)} | "
+            f"{_ci({**row, 'ci': {'overfit_gap': row.get('overfit_gap_ci')}}, 'overfit_gap')} | "
+            f"{_f(row['mean_steps'], 1)} | "
             f"{row['wall_time_s']:.0f} | {tokens['input']}/{tokens['cached']}/{tokens['output']} | "
             f"{_usd(row['cost_per_rollout'], row['cost_known'])} | "
             f"{_usd(row['cost_per_solved_task'], row['cost_known']) if row['solved_tasks'] else '-'} | "

@@ -20,6 +20,9 @@ from harness.models.records import Usage
 from scaffolds.exits import ExitReason
 
 R = TypeVar("R", bound="_Record")
+# Rollouts whose run ended in an error of the infrastructure, the provider or the tool (not the agent's own
+# end): the summary counts them as failures, as GSO does, and lists them apart (`errored`).
+ERRORED = frozenset({ExitReason.INFRA_ERROR, ExitReason.PROVIDER_ERROR, ExitReason.MODEL_ERROR, ExitReason.ERROR})
 
 
 @dataclass
@@ -134,19 +137,25 @@ class GradingSummary(_Record):
     report: str = ""  # run-relative path of the full grading report
     reused_from: int | None = None  # the rollout whose identical patch's grading this shares
     hack_reasons: list[str] | None = None  # why the grader flagged it (status hack_suspect; grader.guards)
+    # Added later, written only when set: where the score came from (timed: the log-stretch of the timed
+    # speedups; reward: the task's own; calibrated; serving) and the visible-vs-hidden gap (grader.visible)
+    score_source: str | None = None
+    overfit_gap: float | None = None
 
     @classmethod
     def from_report(cls, report: dict[str, Any], path: str) -> "GradingSummary":
         hack = report.get("hack") or {}
         graded: dict[str, Any] = {k: report.get(k) for k in GRADING_KEYS}
+        source = report.get("score_source") or ("timed" if report.get("opt_stats") else None)
         return cls(**graded,
                    opt_stats={k: v for k, v in (report.get("opt_stats") or {}).items() if k != "per_test_speedups"},
                    report=path, reused_from=report.get("reused_from"),
-                   hack_reasons=list(hack["reasons"]) if hack.get("suspect") else None)
+                   hack_reasons=list(hack["reasons"]) if hack.get("suspect") else None,
+                   score_source=source, overfit_gap=(report.get("visible") or {}).get("overfit_gap"))
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
-        for key in ("reused_from", "hack_reasons"):
+        for key in ("reused_from", "hack_reasons", "score_source", "overfit_gap"):
             if out[key] is None:
                 del out[key]  # written only when it applies, as before
         return out
@@ -192,8 +201,12 @@ class ResultRecord(RolloutRecord):
     def metrics(self) -> RolloutMetrics:
         """What the summary (harness.metrics.summary) needs of this rollout."""
         u = self.usage
-        return RolloutMetrics(solved=bool(self.grading and self.grading.solved), score=float(self.score or 0.0),
-                              suspect=bool(self.grading and self.grading.status == "hack_suspect"),
+        grading = self.grading
+        return RolloutMetrics(solved=bool(grading and grading.solved), score=float(self.score or 0.0),
+                              suspect=bool(grading and grading.status == "hack_suspect"),
+                              errored=self.exit_reason in ERRORED,
+                              unscored=grading is None or grading.status in (None, "error"),
+                              overfit_gap=grading.overfit_gap if grading else None,
                               cost_usd=self.cost_usd, steps=self.steps, wall_time_s=self.wall_time_s,
                               tokens={"input": u.input_tokens, "cached": u.cached_read_tokens,
                                       "cache_write": u.cache_write_tokens, "output": u.output_tokens,

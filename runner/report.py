@@ -76,7 +76,9 @@ def _row(record: ResultRecord) -> dict[str, Any]:
             # Added later, only when recorded: old runs' reports rebuild identically.
             **({"actions": record.actions} if record.actions else {}),
             **({"details": record.details} if record.details else {}),
-            **({"hack_reasons": grading.hack_reasons} if grading and grading.hack_reasons else {})}
+            **({"hack_reasons": grading.hack_reasons} if grading and grading.hack_reasons else {}),
+            **({"score_source": grading.score_source} if grading and grading.score_source else {}),
+            **({"overfit_gap": grading.overfit_gap} if grading and grading.overfit_gap is not None else {})}
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -146,23 +148,35 @@ def render_markdown(report: dict[str, Any], run_dir: str, grading: str = "") -> 
                          + f"; solved tasks {credited['solved_tasks']} |")
     else:
         lines.append("| grading | not graded (grade=none): `python -m runner.grade RUN_DIR` |")
+    if s["graded"]:  # counted as failures above (as GSO counts them), and listed apart here
+        lines.append(f"| errored / unscored rollouts (failures above) | {s.get('errored', 0)} / "
+                     f"{s.get('unscored', 0)} |")
+        if s.get("overfit_gap") is not None:
+            lines.append(f"| overfitting gap (visible / hidden speedup, geometric mean) | {s['overfit_gap']:.3f} over "
+                         f"{s['overfit_gap_rollouts']} rollouts |")
+    unknown = s.get("cost_unknown_rollouts", 0)
+    note = f" ({unknown} rollouts of unknown cost left out)" if unknown else ""
     lines += [f"| cost | {_money(s['cost_usd'], s['cost_known'])} |",
-              f"| cost per rollout | {_money(s['cost_per_rollout'], s['cost_known'])} |",
-              f"| cost per solved task | {_money(s['cost_per_solved_task'], s['cost_known'])} |",
+              f"| cost per rollout | {_money(s['cost_per_rollout'], s['cost_known'])}{note} |",
+              f"| cost per solved task | {_money(s['cost_per_solved_task'], s['cost_known'])}{note} |",
               f"| tokens (input / cached / output) | {s['tokens']['input']} / {s['tokens']['cached']} / "
               f"{s['tokens']['output']} |",
               f"| mean steps | {_fmt(s['mean_steps'], 1)} |", f"| rollout wall time | {s['wall_time_s']:.0f} s |"]
     lines += _scaffold_lines(report) + _check_lines(report.get("model_checks") or []) + [""]
-    lines += ["## Tasks", "", "| task | rollout | exit | steps | status | opt_base | opt_commit | hm vs expert | "
-              "score | cost |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines += ["## Tasks", "", "Score source: timed (log-stretch of the timed speedups), reward (the task's own), "
+              "calibrated (anchors measured here), serving. Gap: the speedup on the spec script the agent saw over "
+              "the hidden tests' (1: no overfitting).", "",
+              "| task | rollout | exit | steps | status | opt_base | opt_commit | hm vs expert | "
+              "score (source) | gap | cost |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for tid, task in report["tasks"].items():
         if not task["rollouts"]:
-            lines.append(f"| {tid} | - | (none finished) | | | | | | | |")
+            lines.append(f"| {tid} | - | (none finished) | | | | | | | | |")
         for row in task["rollouts"]:
+            source = f" ({row['score_source']})" if row.get("score_source") else ""
             lines.append(f"| {tid} | {row['rollout']} | {row['exit_reason']} | {row['steps']} | "
                          f"{_fmt(row['status'])} | {_fmt(row['opt_base'])} | {_fmt(row['opt_commit'])} | "
-                         f"{_fmt(row['hm_speedup_patch_commit'])} | {_fmt(row['score'])} | "
-                         f"{_money(row['cost_usd'])} |")
+                         f"{_fmt(row['hm_speedup_patch_commit'])} | {_fmt(row['score'])}{source} | "
+                         f"{_fmt(row.get('overfit_gap'), 2)} | {_money(row['cost_usd'])} |")
     lines += ["", "## Exit reasons", "", "| reason | rollouts |", "|---|---|"]
     lines += [f"| {reason} | {count} |" for reason, count in sorted(s["exit_reasons"].items())]
     if s["graded"]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -67,11 +68,26 @@ def system_row(label: str, conf: RunConf, by_task: Slots, path: Path, k: int, ap
         "cost_per_rollout": s.cost_per_rollout, "solved_tasks": s.solved_tasks,
         "cost_per_solved_task": s.cost_per_solved_task,
         "cost_share_unsolved": wasted / sum(known) if known and sum(known) > 0 else None,
+        "cost_unknown_rollouts": s.cost_unknown_rollouts, "errored": s.errored, "unscored": s.unscored,
+        "overfit_gap": s.overfit_gap, "overfit_gap_rollouts": s.overfit_gap_rollouts,
+        "overfit_gap_ci": _gap_interval(label, per_task),
+        "score_sources": dict(sorted(Counter(r.grading.score_source or "timed" for r in finished
+                                             if r.grading and r.grading.score is not None).items())),
         "per_task": {t: {"avg_at_k": sum(score[t]) / n, "opt_at_K": metrics.opt_at_k(n, sum(success[t]), n)}
                      for t in by_task},
         **_credited(s.hack_suspects, s.credited, kk, n),
         **_judged(judges or {}, n),
     }
+
+
+def _gap_interval(label: str, per_task: Mapping[str, Sequence[Any]]) -> list[float] | None:
+    """The bootstrap interval of the system's overfitting gap (the geometric mean over its rollouts)."""
+    from harness.metrics.bootstrap import Settings, geomean_interval
+
+    gaps = [o.overfit_gap for slots in per_task.values() for o in slots
+            if o is not None and o.overfit_gap is not None and o.overfit_gap > 0]
+    found = geomean_interval(gaps, Settings(), label)
+    return list(found) if found else None
 
 
 def _judged(found: Mapping[str, Any], n: int) -> dict[str, Any]:
@@ -124,7 +140,8 @@ BASE_COLUMNS = ("system", "model", "scaffold", "budget", "max_steps", "approxima
                 "avg_at_k_lo", "avg_at_k_hi", "best_at_k", "best_at_k_lo", "best_at_k_hi", "dominance",
                 "solved_tasks", "mean_steps", "wall_time_s", "tokens_input", "tokens_cached", "tokens_output",
                 "cost_usd", "cost_known", "cost_per_rollout", "cost_per_solved_task", "cost_share_unsolved",
-                "hack_suspects")
+                "cost_unknown_rollouts", "hack_suspects", "errored", "unscored", "overfit_gap", "overfit_gap_lo",
+                "overfit_gap_hi", "score_sources")
 JUDGE_FIELDS = ("opt_at_K", "hard_success", "true_success")
 
 
@@ -140,6 +157,8 @@ def flat_row(row: Mapping[str, Any], judge_ids: Sequence[str] = ()) -> dict[str,
     for kind, count in (row.get("tokens") or {}).items():
         out[f"tokens_{kind}"] = count
     out["hack_suspects"] = row.get("hack_suspects", 0)
+    out["overfit_gap_lo"], out["overfit_gap_hi"] = row.get("overfit_gap_ci") or (None, None)
+    out["score_sources"] = "; ".join(f"{k} {v}" for k, v in (row.get("score_sources") or {}).items()) or None
     for judge in judge_ids:
         j = (row.get("judges") or {}).get(judge) or {}
         out.update({f"{judge}_{name}": j.get(name) for name in JUDGE_FIELDS})
@@ -195,7 +214,7 @@ def _cost(row: Mapping[str, Any]) -> str:
     value = row.get("cost_per_rollout")
     if value is None:
         return "--"
-    return ("" if row.get("cost_known", True) else "$\\geq$") + f"{value:.4f}"  # some prices were unknown
+    return f"{value:.4f}" + ("" if row.get("cost_known", True) else "$^\\dagger$")  # over the known costs only
 
 
 def systems_latex(rows: Sequence[Mapping[str, Any]], intervals: Mapping[str, Any] | None = None) -> str:
@@ -222,6 +241,11 @@ def systems_latex(rows: Sequence[Mapping[str, Any]], intervals: Mapping[str, Any
     if any(r.get("dominance") is not None for r in rows):
         columns.append(("Dominance", lambda r: _num(r.get("dominance"))))
     columns.append(("Cost/trial (\\$)", _cost))
+    # errored (infrastructure, provider, tool) and unscored rollouts: counted as failures above, shown apart
+    columns.append(("Err./unsc.", lambda r: f"{r.get('errored', 0)}/{r.get('unscored', 0)}"))
+    if any(r.get("overfit_gap") is not None for r in rows):
+        columns.append(("Gap", lambda r: _with_ci({**r, "ci": {"overfit_gap": r.get("overfit_gap_ci")}},
+                                                  "overfit_gap")))
     judge_ids = _judge_ids(rows)
     for judge in judge_ids:
         suffix = f" ({latex_escape(judge)})" if len(judge_ids) > 1 else ""
@@ -236,6 +260,11 @@ def systems_latex(rows: Sequence[Mapping[str, Any]], intervals: Mapping[str, Any
                      f"resamples, seed {intervals['seed']})")
     if any(r.get("approximate") for r in rows):
         lines.append("% * a post-hoc truncation of longer rollouts (an approximation)")
+    if not all(r.get("cost_known", True) for r in rows):
+        lines.append("% dagger: over the rollouts whose cost is known (a model without a price); the others left out")
+    lines.append("% Err./unsc.: rollouts that ended in an error / have no measured grading; failures in Opt, Avg, Best")
+    if any(r.get("overfit_gap") is not None for r in rows):
+        lines.append("% Gap: visible-spec speedup / hidden-tests speedup over the base (geometric mean over rollouts)")
     lines += ["\\begin{tabular}{l" + "r" * (len(columns) - 1) + "}", "\\toprule",
               " & ".join(name for name, _ in columns) + " \\\\", "\\midrule"]
     lines += [" & ".join(cell(row) for _, cell in columns) + " \\\\" for row in rows]
@@ -269,6 +298,9 @@ class RolloutRow:
     output_tokens: int | None
     reasoning_tokens: int | None
     cost_usd: float | None
+    errored: bool | None = None  # the run ended in an infrastructure, provider or tool error
+    score_source: str | None = None  # timed | reward | calibrated | serving
+    overfit_gap: float | None = None  # visible / hidden speedup over the base (grader.visible)
 
 
 class _System(TypedDict):
@@ -307,7 +339,8 @@ def rollout_rows(label: str, conf: RunConf, by_task: Slots, approximate: bool = 
                 speedup_vs_expert=stats.get("hm_speedup_patch_commit"), exit_reason=str(r.exit_reason),
                 steps=r.steps, wall_time_s=r.wall_time_s, input_tokens=u.input_tokens,
                 cached_tokens=u.cached_read_tokens, cache_write_tokens=u.cache_write_tokens,
-                output_tokens=u.output_tokens, reasoning_tokens=u.reasoning_tokens, cost_usd=r.cost_usd))
+                output_tokens=u.output_tokens, reasoning_tokens=u.reasoning_tokens, cost_usd=r.cost_usd,
+                errored=m.errored, score_source=g.score_source if g else None, overfit_gap=m.overfit_gap))
     return rows
 
 

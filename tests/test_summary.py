@@ -79,3 +79,27 @@ def test_hack_suspects_are_reported_raw_and_not_credited() -> None:
     assert all(v == pytest.approx(1.4 / 9) for v in s.credited["avg_at_k"].values())
     assert s.credited["solved_tasks"] == 2
     assert "credited" in s.to_dict() and "credited" not in summarize(TABLE).to_dict()
+
+
+def test_errored_unscored_and_unknown_cost_are_counted_apart_by_hand() -> None:
+    # t1: a solved rollout ($0.30), an infra error (unknown cost, no grading); t2: a rollout the grader could
+    # not measure ($0.10, graded "error"), one that failed ($0.20). Opt@1: t1 1/2, t2 0 -> 1/4.
+    table = {"t1": [RolloutMetrics(True, 0.5, 0.30), RolloutMetrics(False, 0.0, None, errored=True, unscored=True)],
+             "t2": [RolloutMetrics(False, 0.0, 0.10, unscored=True), RolloutMetrics(False, 0.0, 0.20)]}
+    s = summarize(table)
+    assert s.opt_at_k is not None and s.opt_at_k["1"] == pytest.approx(0.25)  # failures, as GSO counts them
+    assert (s.errored, s.unscored, s.cost_unknown_rollouts) == (1, 2, 1)
+    # the known cost only: $0.60 over the 3 rollouts that have one, $0.60 for the 1 solved task; never $0
+    assert not s.cost_known and s.cost_usd == pytest.approx(0.60)
+    assert s.cost_per_rollout == pytest.approx(0.20) and s.cost_per_solved_task == pytest.approx(0.60)
+    out = s.to_dict()
+    assert (out["errored"], out["unscored"], out["cost_unknown_rollouts"]) == (1, 2, 1)
+    assert "errored" not in summarize(TABLE).to_dict()  # written only when some are (old reports stay)
+
+
+def test_the_overfit_gap_is_the_geometric_mean_of_the_rollouts() -> None:
+    # gaps 2 and 8 -> sqrt(16) = 4; a rollout without one is left out
+    table = {"t1": [RolloutMetrics(True, 0.5, 0.1, overfit_gap=2.0), RolloutMetrics(True, 0.5, 0.1, overfit_gap=8.0)],
+             "t2": [RolloutMetrics(False, 0.0, 0.1), RolloutMetrics(False, 0.0, 0.1)]}
+    s = summarize(table)
+    assert s.overfit_gap == pytest.approx(4.0) and s.overfit_gap_rollouts == 2

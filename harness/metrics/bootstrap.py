@@ -254,3 +254,13 @@ def suite_intervals(systems: Mapping[str, Outcomes], k: int, settings: Settings 
         result.comparisons += [compare(a, b, m, draws[a][m], draws[b][m],
                                        result.points[a][m] - result.points[b][m], settings.level) for m in METRICS]
     return result
+
+
+def geomean_interval(values: Sequence[float], settings: Settings, name: str) -> tuple[float, float] | None:
+    """The bootstrap interval of the geometric mean of positive `values` (one per rollout: the overfitting
+    gaps), resampling them; None for fewer than two."""
+    if len(values) < 2:
+        return None
+    logs = np.log(np.asarray(values, dtype=float))
+    picks = system_rng(settings.seed, f"{name}:geomean").integers(0, len(logs), size=(settings.resamples, len(logs)))
+    return percentile_interval(np.exp(logs[picks].mean(axis=1)), settings.level)

@@ -5,6 +5,11 @@ predictions file shows, computed in one place so one name never means two number
 - `opt_at_k_first[k]`: GSO's "any of the first k rollouts succeeded";
 - `avg_at_k[k]`, `best_at_k[k]`: AutoLab's mean and expected best score of k rollouts;
 - solved tasks, cost (total, per rollout, per solved task; unknown prices stay unknown), tokens;
+- `errored` (the run ended in an infrastructure, provider or tool error) and `unscored` (no measured
+  grading): counted as failures with score 0, as GSO counts them, and listed apart;
+- cost figures over the rollouts whose cost is known (a price may be unknown): `cost_known` says whether
+  that is all of them and `cost_unknown_rollouts` how many are left out;
+- `overfit_gap`: the geometric mean of the rollouts' visible-vs-hidden gaps (grader.visible);
 - `credited`: Opt@k, Avg@k, Best@k and solved tasks again with hack suspects (the grader's mechanical
   flags) not credited: their Opt counts as a failure and their score as 0. The keys above are raw. In
   JSON, `hack_suspects` and `credited` appear when some rollout was flagged (else credited is raw).
@@ -14,6 +19,7 @@ prediction). Keys of the dicts are k as strings ("1", "2", ...), as they appear 
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -33,6 +39,9 @@ class RolloutMetrics:
     steps: int = 0
     wall_time_s: float = 0.0
     suspect: bool = False  # the grader flagged it as a hack suspect (its measured numbers kept)
+    errored: bool = False  # its run ended in an infrastructure, provider or tool error (a failure, listed apart)
+    unscored: bool = False  # no measured grading (not graded, or the grader's own error): a failure, listed apart
+    overfit_gap: float | None = None  # visible / hidden speedup over the base (grader.visible), where measured
 
 
 @dataclass
@@ -55,11 +64,20 @@ class Summary:
     wall_time_s: float
     hack_suspects: int = 0
     credited: dict[str, Any] | None = None  # opt_at_k, avg_at_k, best_at_k, solved_tasks without hack suspects
+    # Added later; in JSON only when not 0 / None, so older reports rebuild identically.
+    errored: int = 0  # finished rollouts whose run ended in an error (counted as failures above)
+    unscored: int = 0  # finished rollouts with no measured grading (counted as failures above, when graded)
+    cost_unknown_rollouts: int = 0  # rollouts of unknown cost: left out of the cost figures, which say so
+    overfit_gap: float | None = None  # geometric mean of the rollouts' visible-vs-hidden gaps
+    overfit_gap_rollouts: int = 0  # how many rollouts have one
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         if not self.hack_suspects:  # written only when something was flagged: then credited differs from raw
             del out["hack_suspects"], out["credited"]
+        for key in ("errored", "unscored", "cost_unknown_rollouts", "overfit_gap", "overfit_gap_rollouts"):
+            if not out[key]:
+                del out[key]
         return out
 
 
@@ -75,8 +93,9 @@ def summarize(per_task: Mapping[str, Sequence[RolloutMetrics | None]], graded: b
     ks = list(ks) if ks is not None else list(range(1, n + 1))
     finished = [o for slots in per_task.values() for o in slots if o is not None]
     success, score = successes(per_task), scores(per_task)
-    known = [o.cost_usd for o in finished if o.cost_usd is not None]
+    known = [o.cost_usd for o in finished if o.cost_usd is not None]  # unknown prices: never counted as $0
     cost_known = len(known) == len(finished)
+    gaps = [o.overfit_gap for o in finished if o.overfit_gap is not None and o.overfit_gap > 0]
     total = sum(known)
     solved = sum(any(v) for v in success.values())
 
@@ -100,12 +119,16 @@ def summarize(per_task: Mapping[str, Sequence[RolloutMetrics | None]], graded: b
         best_at_k=per_k(lambda k: best_at_k(score, k)),
         solved_tasks=solved if graded else None,
         cost_usd=total if known or not finished else None, cost_known=cost_known,
-        cost_per_rollout=total / len(finished) if finished and known else None,
-        cost_per_solved_task=total / solved if graded and solved and known else None,
+        cost_per_rollout=total / len(known) if known else None,  # over the rollouts whose cost is known
+        cost_per_solved_task=total / solved if graded and solved and known else None,  # (the known cost)
         tokens={kind: sum(int(o.tokens.get(kind, 0)) for o in finished) for kind in TOKEN_KINDS},
         mean_steps=sum(o.steps for o in finished) / len(finished) if finished else None,
         wall_time_s=sum(o.wall_time_s for o in finished),
         hack_suspects=sum(o.suspect for o in finished), credited=credited,
+        errored=sum(o.errored for o in finished), unscored=sum(o.unscored for o in finished) if graded else 0,
+        cost_unknown_rollouts=len(finished) - len(known),
+        overfit_gap=math.exp(sum(math.log(g) for g in gaps) / len(gaps)) if gaps else None,
+        overfit_gap_rollouts=len(gaps),
     )
 
 
