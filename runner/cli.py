@@ -5,6 +5,7 @@
     optrunner judge RUN_DIR --judge MODEL              an LLM judge over a graded run
     optrunner view RUN_DIR [--open]                    a run's HTML pages
     optrunner aggregate DIR ...                        compare runs (ablations, scaling studies)
+    optrunner compare RUN_A RUN_B                      is run B better than run A, per task, with significance
     optrunner tasks | build | validate | cleanup       tasks, their images, task validation, leftovers
     optrunner setup                                    install and start Docker, build the images
 
@@ -24,7 +25,8 @@ from runner import __version__
 
 PROG = "optrunner"
 # The modules behind the flag-style subcommands, in the order `optrunner --help` lists them.
-MODULES = {"grade": "runner.grade", "judge": "runner.judge", "view": "runner.view", "aggregate": "runner.aggregate"}
+MODULES = {"grade": "runner.grade", "judge": "runner.judge", "view": "runner.view", "aggregate": "runner.aggregate",
+           "compare": "runner.compare"}
 HARNESS = ("tasks", "build", "validate", "cleanup", "setup")
 RUN_HELP = "run an experiment: Hydra overrides (model=claude scaffold=codeact rollouts=8); -m for a sweep"
 
@@ -42,7 +44,8 @@ def version() -> str:
 # Short helps for `optrunner --help` (each module's own description is the subcommand's --help).
 HELPS = {"judge": "an LLM judge over a graded run's rollouts (hack votes, soft labels)",
          "view": "write a run's HTML pages (report.html, one page per trajectory)",
-         "aggregate": "compare runs: the per-system table, plots and aggregate.html"}
+         "aggregate": "compare runs: the per-system table, plots and aggregate.html",
+         "compare": "run B against run A: paired per-task deltas, intervals, McNemar's test, cost"}
 
 
 def build_parser() -> argparse.ArgumentParser:
