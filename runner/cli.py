@@ -6,6 +6,7 @@
     optrunner view RUN_DIR [--open]                    a run's HTML pages
     optrunner aggregate DIR ...                        compare runs (ablations, scaling studies)
     optrunner compare RUN_A RUN_B                      is run B better than run A, per task, with significance
+    optrunner export RUN_DIR [--format atif]           a run's trajectories as ATIF (Harbor's format)
     optrunner tasks | build | validate | cleanup       tasks, their images, task validation, leftovers
     optrunner setup                                    install and start Docker, build the images
 
@@ -26,7 +27,7 @@ from runner import __version__
 PROG = "optrunner"
 # The modules behind the flag-style subcommands, in the order `optrunner --help` lists them.
 MODULES = {"grade": "runner.grade", "judge": "runner.judge", "view": "runner.view", "aggregate": "runner.aggregate",
-           "compare": "runner.compare"}
+           "compare": "runner.compare", "export": "runner.export"}
 HARNESS = ("tasks", "build", "validate", "cleanup", "setup")
 RUN_HELP = "run an experiment: Hydra overrides (model=claude scaffold=codeact rollouts=8); -m for a sweep"
 
@@ -45,7 +46,8 @@ def version() -> str:
 HELPS = {"judge": "an LLM judge over a graded run's rollouts (hack votes, soft labels)",
          "view": "write a run's HTML pages (report.html, one page per trajectory)",
          "aggregate": "compare runs: the per-system table, plots and aggregate.html",
-         "compare": "run B against run A: paired per-task deltas, intervals, McNemar's test, cost"}
+         "compare": "run B against run A: paired per-task deltas, intervals, McNemar's test, cost",
+         "export": "export a run's trajectories as ATIF v1.7 files (Harbor's trajectory format)"}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -150,6 +150,7 @@ class RunConf:
     # grading reports with status error are redone (false: kept as they are; `--no-retry-errors`). Not part of
     # the experiment's identity.
     retry_errors: bool = True
+    atif: bool = False  # also write each finished rollout's trajectory as ATIF (runner.atif) under atif/
     name: str = "run"
     sweep_name: str = "sweep"
     output_root: str = "outputs"

@@ -1,7 +1,10 @@
 """Progress of a run: a live table on a terminal, plain log lines elsewhere (CI, pipes, files).
 
-Shows each running rollout (task, rollout, attempt, step, elapsed, cost), totals, finished counts by exit
-reason and an ETA from the mean duration of finished rollouts.
+On a terminal: one row per task (rollouts done / running / failed, steps and spend so far, this process's
+rollouts included while they run), then each running rollout (task, rollout, attempt, step, elapsed, cost),
+then the totals, finished counts by exit reason and an ETA from the mean duration of finished rollouts.
+Elsewhere a line per finished rollout and the totals every 30 s. "failed": the rollout's run ended in an
+error (infrastructure, provider, model or tool; runner.records.ERRORED), not a rollout that found no speedup.
 """
 from __future__ import annotations
 
@@ -16,7 +19,17 @@ from rich.console import Console, Group
 from rich.live import Live as RichLive
 from rich.table import Table
 
-from runner.records import RolloutRecord
+from runner.records import ERRORED, RolloutRecord
+
+
+class _Task:
+    """What the live view shows of one task: its finished rollouts' counts, steps and spend."""
+    __slots__ = ("done", "failed", "steps", "cost", "cost_unknown")
+
+    def __init__(self) -> None:
+        self.done = self.failed = self.steps = 0
+        self.cost = 0.0
+        self.cost_unknown = False
 
 
 class Progress:
@@ -32,6 +45,7 @@ class Progress:
         self._live: RichLive | None = None
         self._last_plain = 0.0
         self._print_lock = threading.Lock()  # rollouts finish on worker threads
+        self.tasks: dict[str, _Task] = {}  # this process's finished rollouts, per task
 
     def __enter__(self) -> "Progress":
         if self.interactive:
@@ -53,6 +67,12 @@ class Progress:
                 print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
     def finished(self, record: RolloutRecord) -> None:
+        task = self.tasks.setdefault(record.instance_id, _Task())
+        task.done += 1
+        task.failed += record.exit_reason in ERRORED
+        task.steps += record.steps
+        task.cost += record.cost_usd or 0.0
+        task.cost_unknown |= record.cost_usd is None
         self.reasons[str(record.exit_reason)] += 1
         self.durations.append(record.wall_time_s)
         cost = record.cost_usd
@@ -82,13 +102,29 @@ class Progress:
                 self._last_plain = time.time()
                 self.log(totals)
             return
-        table = Table(title=self.title, expand=False)
+        table = Table(title="running", expand=False)
         for column in ("task", "rollout", "attempt", "step", "elapsed", "cost"):
             table.add_column(column)
         for item in live:
             table.add_row(item.task_id, str(item.index), str(item.attempt + 1), str(item.steps),
                           f"{time.time() - item.started_at:.0f} s", _cost(item.cost))
-        self._live.update(Group(table, totals))
+        self._live.update(Group(self.task_table(live), table, totals))
+
+    def task_table(self, live: list[Any]) -> Table:
+        """One row per task this process has run or runs: done / running / failed, steps and spend so far."""
+        running: dict[str, list[Any]] = {}
+        for item in live:
+            running.setdefault(item.task_id, []).append(item)
+        table = Table(title=self.title, expand=False)
+        for column in ("task", "done", "running", "failed", "steps", "spend"):
+            table.add_column(column, justify="left" if column == "task" else "right")
+        for task_id in sorted(set(self.tasks) | set(running)):
+            task, now = self.tasks.get(task_id) or _Task(), running.get(task_id, [])
+            spend = task.cost + sum(item.cost for item in now)
+            table.add_row(task_id, str(task.done), str(len(now)), str(task.failed) if task.failed else "-",
+                          str(task.steps + sum(item.steps for item in now)),
+                          _cost(spend) + (" + unknown" if task.cost_unknown else ""))
+        return table
 
 
 def _cost(value: float | None) -> str:

@@ -236,6 +236,10 @@ class Runner:
             return
         record = result.record
         self.store.save_rollout(record, result.trajectory, result.attempts)
+        if self.conf.atif and result.trajectory is not None:  # beside the run's own, as `optrunner export` does
+            from runner.export import export_atif
+
+            export_atif(self.store.root, [(record.instance_id, record.rollout, None)], self.store.root / "atif")
         self._checkpoints().discard(record.instance_id, record.rollout)  # recorded: no longer needed
         if result.grading is not None:  # grading.in_place: graded in the agent's container
             self.store.save_grading(record.instance_id, record.rollout, result.grading)
