@@ -141,6 +141,7 @@ class GradingSummary(_Record):
     # speedups; reward: the task's own; calibrated; serving) and the visible-vs-hidden gap (grader.visible)
     score_source: str | None = None
     overfit_gap: float | None = None
+    expert_gap: float | None = None  # the expert's change's gap on the same task: the yardstick
 
     @classmethod
     def from_report(cls, report: dict[str, Any], path: str) -> "GradingSummary":
@@ -151,11 +152,12 @@ class GradingSummary(_Record):
                    opt_stats={k: v for k, v in (report.get("opt_stats") or {}).items() if k != "per_test_speedups"},
                    report=path, reused_from=report.get("reused_from"),
                    hack_reasons=list(hack["reasons"]) if hack.get("suspect") else None,
-                   score_source=source, overfit_gap=(report.get("visible") or {}).get("overfit_gap"))
+                   score_source=source, overfit_gap=(report.get("visible_spec") or {}).get("overfit_gap"),
+                   expert_gap=(report.get("visible_spec") or {}).get("expert_gap"))
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
-        for key in ("reused_from", "hack_reasons", "score_source", "overfit_gap"):
+        for key in ("reused_from", "hack_reasons", "score_source", "overfit_gap", "expert_gap"):
             if out[key] is None:
                 del out[key]  # written only when it applies, as before
         return out
@@ -207,6 +209,7 @@ class ResultRecord(RolloutRecord):
                               errored=self.exit_reason in ERRORED,
                               unscored=grading is None or grading.status in (None, "error"),
                               overfit_gap=grading.overfit_gap if grading else None,
+                              expert_gap=grading.expert_gap if grading else None,
                               cost_usd=self.cost_usd, steps=self.steps, wall_time_s=self.wall_time_s,
                               tokens={"input": u.input_tokens, "cached": u.cached_read_tokens,
                                       "cache_write": u.cache_write_tokens, "output": u.output_tokens,

@@ -78,7 +78,8 @@ def _row(record: ResultRecord) -> dict[str, Any]:
             **({"details": record.details} if record.details else {}),
             **({"hack_reasons": grading.hack_reasons} if grading and grading.hack_reasons else {}),
             **({"score_source": grading.score_source} if grading and grading.score_source else {}),
-            **({"overfit_gap": grading.overfit_gap} if grading and grading.overfit_gap is not None else {})}
+            **({"overfit_gap": grading.overfit_gap} if grading and grading.overfit_gap is not None else {}),
+            **({"expert_gap": grading.expert_gap} if grading and grading.expert_gap is not None else {})}
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -152,8 +153,9 @@ def render_markdown(report: dict[str, Any], run_dir: str, grading: str = "") -> 
         lines.append(f"| errored / unscored rollouts (failures above) | {s.get('errored', 0)} / "
                      f"{s.get('unscored', 0)} |")
         if s.get("overfit_gap") is not None:
-            lines.append(f"| overfitting gap (visible / hidden speedup, geometric mean) | {s['overfit_gap']:.3f} over "
-                         f"{s['overfit_gap_rollouts']} rollouts |")
+            lines.append(f"| overfitting gap (visible / hidden speedup, geometric mean; over the expert's) | "
+                         f"{s['overfit_gap']:.3f}; {_fmt(s.get('overfit_gap_vs_expert'))} "
+                         f"({s['overfit_gap_rollouts']} rollouts) |")
     unknown = s.get("cost_unknown_rollouts", 0)
     note = f" ({unknown} rollouts of unknown cost left out)" if unknown else ""
     lines += [f"| cost | {_money(s['cost_usd'], s['cost_known'])} |",
@@ -165,7 +167,8 @@ def render_markdown(report: dict[str, Any], run_dir: str, grading: str = "") -> 
     lines += _scaffold_lines(report) + _check_lines(report.get("model_checks") or []) + [""]
     lines += ["## Tasks", "", "Score source: timed (log-stretch of the timed speedups), reward (the task's own), "
               "calibrated (anchors measured here), serving. Gap: the speedup on the spec script the agent saw over "
-              "the hidden tests' (1: no overfitting).", "",
+              "the hidden tests', then the expert's change's on the same task: a patch far above the expert's "
+              "gained where the agent could look only.", "",
               "| task | rollout | exit | steps | status | opt_base | opt_commit | hm vs expert | "
               "score (source) | gap | cost |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for tid, task in report["tasks"].items():
@@ -176,7 +179,8 @@ def render_markdown(report: dict[str, Any], run_dir: str, grading: str = "") -> 
             lines.append(f"| {tid} | {row['rollout']} | {row['exit_reason']} | {row['steps']} | "
                          f"{_fmt(row['status'])} | {_fmt(row['opt_base'])} | {_fmt(row['opt_commit'])} | "
                          f"{_fmt(row['hm_speedup_patch_commit'])} | {_fmt(row['score'])}{source} | "
-                         f"{_fmt(row.get('overfit_gap'), 2)} | {_money(row['cost_usd'])} |")
+                         f"{_fmt(row.get('overfit_gap'), 2)} / {_fmt(row.get('expert_gap'), 2)} | "
+                         f"{_money(row['cost_usd'])} |")
     lines += ["", "## Exit reasons", "", "| reason | rollouts |", "|---|---|"]
     lines += [f"| {reason} | {count} |" for reason, count in sorted(s["exit_reasons"].items())]
     if s["graded"]:

@@ -33,9 +33,9 @@ import yaml
 from harness.atomic import read_json, write_json, write_text
 from harness.grader.config import RECORDED_SINCE
 from runner.config import ConfigError, differences, identity, typed
-
-REGRADED_BY_REPORT = ("visible", "calibrate")  # (see bind_config)
 from runner.records import ResultRecord, RolloutRecord
+
+REGRADED_BY_REPORT = ("visible", "calibrate")  # (see RunStore.bind_config)
 
 
 class RunStore:
@@ -71,7 +71,8 @@ class RunStore:
             if isinstance(stored.get("grading"), dict):  # graded before a setting existed: with its old value,
                 # except settings each report records and is re-graded by when it differs (GradeConfig.matches):
                 # a diagnostic (visible) or one only reward tasks read (calibrate) then takes today's value
-                given = config.get("grading") if isinstance(config.get("grading"), dict) else {}
+                given = config.get("grading")
+                given = given if isinstance(given, dict) else {}
                 later = {k: given[k] for k in REGRADED_BY_REPORT if k in given and k not in stored["grading"]}
                 stored["grading"] = {**RECORDED_SINCE, **later, **stored["grading"]}
             changed = differences(identity(typed(stored)), identity(typed(config)))

@@ -70,6 +70,7 @@ def system_row(label: str, conf: RunConf, by_task: Slots, path: Path, k: int, ap
         "cost_share_unsolved": wasted / sum(known) if known and sum(known) > 0 else None,
         "cost_unknown_rollouts": s.cost_unknown_rollouts, "errored": s.errored, "unscored": s.unscored,
         "overfit_gap": s.overfit_gap, "overfit_gap_rollouts": s.overfit_gap_rollouts,
+        "overfit_gap_vs_expert": s.overfit_gap_vs_expert,
         "overfit_gap_ci": _gap_interval(label, per_task),
         "score_sources": dict(sorted(Counter(r.grading.score_source or "timed" for r in finished
                                              if r.grading and r.grading.score is not None).items())),
@@ -141,7 +142,7 @@ BASE_COLUMNS = ("system", "model", "scaffold", "budget", "max_steps", "approxima
                 "solved_tasks", "mean_steps", "wall_time_s", "tokens_input", "tokens_cached", "tokens_output",
                 "cost_usd", "cost_known", "cost_per_rollout", "cost_per_solved_task", "cost_share_unsolved",
                 "cost_unknown_rollouts", "hack_suspects", "errored", "unscored", "overfit_gap", "overfit_gap_lo",
-                "overfit_gap_hi", "score_sources")
+                "overfit_gap_hi", "overfit_gap_vs_expert", "score_sources")
 JUDGE_FIELDS = ("opt_at_K", "hard_success", "true_success")
 
 
@@ -301,6 +302,7 @@ class RolloutRow:
     errored: bool | None = None  # the run ended in an infrastructure, provider or tool error
     score_source: str | None = None  # timed | reward | calibrated | serving
     overfit_gap: float | None = None  # visible / hidden speedup over the base (grader.visible)
+    expert_gap: float | None = None  # the expert's change's gap on the same task (the yardstick)
 
 
 class _System(TypedDict):
@@ -340,7 +342,8 @@ def rollout_rows(label: str, conf: RunConf, by_task: Slots, approximate: bool = 
                 steps=r.steps, wall_time_s=r.wall_time_s, input_tokens=u.input_tokens,
                 cached_tokens=u.cached_read_tokens, cache_write_tokens=u.cache_write_tokens,
                 output_tokens=u.output_tokens, reasoning_tokens=u.reasoning_tokens, cost_usd=r.cost_usd,
-                errored=m.errored, score_source=g.score_source if g else None, overfit_gap=m.overfit_gap))
+                errored=m.errored, score_source=g.score_source if g else None, overfit_gap=m.overfit_gap,
+                expert_gap=m.expert_gap))
     return rows
 
 

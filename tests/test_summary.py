@@ -99,7 +99,10 @@ def test_errored_unscored_and_unknown_cost_are_counted_apart_by_hand() -> None:
 
 def test_the_overfit_gap_is_the_geometric_mean_of_the_rollouts() -> None:
     # gaps 2 and 8 -> sqrt(16) = 4; a rollout without one is left out
-    table = {"t1": [RolloutMetrics(True, 0.5, 0.1, overfit_gap=2.0), RolloutMetrics(True, 0.5, 0.1, overfit_gap=8.0)],
+    # over the expert's gap on the same task (2 and 2): 1 and 4 -> 2
+    table = {"t1": [RolloutMetrics(True, 0.5, 0.1, overfit_gap=2.0, expert_gap=2.0),
+                    RolloutMetrics(True, 0.5, 0.1, overfit_gap=8.0, expert_gap=2.0)],
              "t2": [RolloutMetrics(False, 0.0, 0.1), RolloutMetrics(False, 0.0, 0.1)]}
     s = summarize(table)
     assert s.overfit_gap == pytest.approx(4.0) and s.overfit_gap_rollouts == 2
+    assert s.overfit_gap_vs_expert == pytest.approx(2.0)

@@ -49,18 +49,19 @@ def test_a_patch_tuned_to_the_visible_spec_shows_a_gap_and_the_experts_does_not(
     task = load_task(write_task(tmp_path, prob_script=SPEC, test_timeout=30))
     tuned = _diff(tmp_path, TUNED_SRC)
     assert SLOW_SRC in (tmp_path / "tiny" / "repo" / "tiny" / "__init__.py").read_text()
-    expert, overfit = grade_patches(task, [task.expert_patch, tuned], task_image(task),
-                                    GradeConfig(rounds=3, bootstrap=300))
+    config = GradeConfig(rounds=3, bootstrap=300)
+    expert, overfit = grade_patches(task, [task.expert_patch, tuned], task_image(task), config)
+    assert config.matches(overfit, overfit["patch_sha256"])  # its settings recorded apart from the block: reused
     for report in (expert, overfit):
         assert report["status"] == "passed", report["reason"]
-        assert report["visible"]["status"] == "measured" and report["visible"]["rounds"] == 3, report["visible"]
-    seen = overfit["visible"]
+        assert report["visible_spec"]["status"] == "measured" and report["visible_spec"]["rounds"] == 3, report["visible_spec"]
+    seen = overfit["visible_spec"]
     assert seen["speedup_patch_base"] > 3, seen  # fast on the spec's size
     assert seen["hidden_gm_speedup_patch_base"] < 1.5, seen  # no faster on the hidden size
     assert seen["overfit_gap"] > 3 and seen["overfit_gap_interval"][0] > 2, seen
     assert not overfit["opt_base"]  # its verdict is the hidden tests' alone
     # the expert's change: fast on both, its gap near 1 (the same change is measured as the yardstick)
-    assert 0.5 < expert["visible"]["overfit_gap"] < 2, expert["visible"]
+    assert 0.5 < expert["visible_spec"]["overfit_gap"] < 2, expert["visible_spec"]
     assert 0.5 < seen["expert_gap"] < 2, seen
 
 
@@ -69,11 +70,12 @@ def test_a_failing_spec_script_is_said_and_changes_no_verdict(tmp_path: Path) ->
     task = load_task(write_task(tmp_path, prob_script="import tiny\nraise SystemExit('the spec needs data')\n",
                                 test_timeout=30))
     (report,) = grade_patches(task, [task.expert_patch], task_image(task), GradeConfig(rounds=1, bootstrap=50))
-    assert report["status"] == "passed" and report["visible"]["status"] == "failed", report
-    assert "the base's run of the spec script failed" in report["visible"]["reason"]
+    assert report["status"] == "passed" and report["visible_spec"]["status"] == "failed", report
+    assert "the base's run of the spec script failed" in report["visible_spec"]["reason"]
     off = grade_patches(task, [task.expert_patch], task_image(task),
                         GradeConfig(rounds=1, bootstrap=50, visible=False))[0]
-    assert off["visible"] == {"status": "off", "reason": "grading.visible=false", "overfit_gap": None}
+    assert off["visible_spec"] == {"status": "off", "reason": "grading.visible=false", "overfit_gap": None}
+    assert off["visible"] is False and report["visible"] is True  # the setting, as every report records it
 
 
 def test_the_gap_is_the_visible_speedup_over_the_hidden_one() -> None:

@@ -171,7 +171,7 @@ def _session(task: Task, items: list[tuple[int, str]], reports: list[dict[str, A
                                                                    "commit": timed.paired[state.name]},
                          base.tests, config)
                 reports[i]["score_source"] = "timed"  # the log-stretch of the timed speedups
-                reports[i]["visible"] = _visible(reports[i], state, base, commit, timed, task, config)
+                reports[i]["visible_spec"] = _visible(reports[i], state, base, commit, timed, task, config)
                 reasons = _measured_review(reports[i], state, base, commit, timed, task)
                 if timed.gpu:  # each run's NVML readings (the base's, this patch's, the expert's), and
                     # how many of them counted though the GPU slowed down in them (their second try too)
@@ -227,7 +227,7 @@ def _serve(task: Task, service: Service, base: CodeState, commit: CodeState, pat
         verdicts(reports[i], ["base", "patch", "commit"], costs, (metric,), config)
         reports[i]["serving"] = served.report(state.name, base.name, commit.name, config)
         reports[i]["score_source"] = "serving"
-        reports[i]["visible"] = not_measured("none", "a service task: its server is measured on the grader's "
+        reports[i]["visible_spec"] = not_measured("none", "a service task: its server is measured on the grader's "
                                                      "held-out workload only")
         finish(i, "passed", "")
 

@@ -113,7 +113,7 @@ def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig,
     check = replace(task.reward_check, timeout=task.reward_check.timeout * config.verifier_timeout_multiplier)
     started = time.monotonic()
     report = config.new_report(instance_id or task.id, patch, score=0.0, reward=None, reward_extras={},
-                               verifier="reward", visible=not_measured("none", NO_VISIBLE))
+                               verifier="reward", visible_spec=not_measured("none", NO_VISIBLE))
     report["base_successfully_run"] = True  # no base state is run: the untouched environment is the task's
     boxes: list[Sandbox] = []
     limits = replace(config.limits().for_task(task.cpus, task.memory), network=task.network == "allowed")

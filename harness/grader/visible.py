@@ -26,13 +26,13 @@ from harness.grader.timing import estimates
 
 
 def not_measured(status: str, reason: str) -> dict[str, Any]:
-    """The report's `visible` block where there is no gap: `none` (no spec script), `off` or `failed`."""
+    """The report's `visible_spec` block where there is no gap: `none` (no spec script), `off` or `failed`."""
     return {"status": status, "reason": reason, "overfit_gap": None}
 
 
 def gap_report(hidden: dict[str, Any], base: Sequence[float], patch: Sequence[float],
                expert: Sequence[float | None], config: GradeConfig) -> dict[str, Any]:
-    """The `visible` block of a timed report, from the visible runs' times per round (the expert's: the run
+    """The `visible_spec` block of a timed report, from the visible runs' times per round (the expert's: the run
     next to the patch's) and the hidden verdicts already in `hidden` (timing.verdicts filled it)."""
     rounds = len(base)
     if not rounds or len(patch) != rounds or len(expert) != rounds or any(e is None for e in expert):

@@ -42,6 +42,7 @@ class RolloutMetrics:
     errored: bool = False  # its run ended in an infrastructure, provider or tool error (a failure, listed apart)
     unscored: bool = False  # no measured grading (not graded, or the grader's own error): a failure, listed apart
     overfit_gap: float | None = None  # visible / hidden speedup over the base (grader.visible), where measured
+    expert_gap: float | None = None  # the same for the expert's change on its task (the yardstick)
 
 
 @dataclass
@@ -70,12 +71,16 @@ class Summary:
     cost_unknown_rollouts: int = 0  # rollouts of unknown cost: left out of the cost figures, which say so
     overfit_gap: float | None = None  # geometric mean of the rollouts' visible-vs-hidden gaps
     overfit_gap_rollouts: int = 0  # how many rollouts have one
+    # the same of each rollout's gap over its task's expert's gap: 1 when the patch gains where the expert
+    # does; the raw gap also moves with how the spec's workload differs from the hidden ones
+    overfit_gap_vs_expert: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         if not self.hack_suspects:  # written only when something was flagged: then credited differs from raw
             del out["hack_suspects"], out["credited"]
-        for key in ("errored", "unscored", "cost_unknown_rollouts", "overfit_gap", "overfit_gap_rollouts"):
+        for key in ("errored", "unscored", "cost_unknown_rollouts", "overfit_gap", "overfit_gap_rollouts",
+                    "overfit_gap_vs_expert"):
             if not out[key]:
                 del out[key]
         return out
@@ -96,6 +101,8 @@ def summarize(per_task: Mapping[str, Sequence[RolloutMetrics | None]], graded: b
     known = [o.cost_usd for o in finished if o.cost_usd is not None]  # unknown prices: never counted as $0
     cost_known = len(known) == len(finished)
     gaps = [o.overfit_gap for o in finished if o.overfit_gap is not None and o.overfit_gap > 0]
+    relative = [o.overfit_gap / o.expert_gap for o in finished
+                if o.overfit_gap is not None and o.overfit_gap > 0 and o.expert_gap is not None and o.expert_gap > 0]
     total = sum(known)
     solved = sum(any(v) for v in success.values())
 
@@ -127,9 +134,12 @@ def summarize(per_task: Mapping[str, Sequence[RolloutMetrics | None]], graded: b
         hack_suspects=sum(o.suspect for o in finished), credited=credited,
         errored=sum(o.errored for o in finished), unscored=sum(o.unscored for o in finished) if graded else 0,
         cost_unknown_rollouts=len(finished) - len(known),
-        overfit_gap=math.exp(sum(math.log(g) for g in gaps) / len(gaps)) if gaps else None,
-        overfit_gap_rollouts=len(gaps),
+        overfit_gap=_geomean(gaps), overfit_gap_rollouts=len(gaps), overfit_gap_vs_expert=_geomean(relative),
     )
+
+
+def _geomean(values: Sequence[float]) -> float | None:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
 def successes(per_task: Mapping[str, Sequence[RolloutMetrics | None]]) -> dict[str, list[bool]]:

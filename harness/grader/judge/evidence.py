@@ -114,7 +114,7 @@ def evidence_for(task: Task, patch: str, report: dict[str, Any] | None, part_cha
                "opt_base": report.get("opt_base"), "opt_commit": report.get("opt_commit"),
                "hm_speedup_patch_commit": stats.get("hm_speedup_patch_commit"),
                "gm_speedup_patch_base": stats.get("gm_speedup_patch_base")}
-    visible = report.get("visible") or {}  # the visible-vs-hidden gap (grader.visible)
+    visible = report.get("visible_spec") or {}  # the visible-vs-hidden gap (grader.visible)
     grading.update(visible_speedup=visible.get("speedup_patch_base"), overfit_gap=visible.get("overfit_gap"),
                    expert_gap=visible.get("expert_gap"), visible_reason=visible.get("reason") or "not measured")
     flags = tuple((report.get("hack") or {}).get("reasons") or ())
