@@ -14,7 +14,8 @@ from harness.grader.predictions import PredictionsError, rollout_numbers
 from runner import cli
 from runner.executors import missing_extra
 
-SUBCOMMANDS = ("grade", "judge", "view", "aggregate", "compare", "export", "tasks", "build", "validate", "cleanup", "setup")
+SUBCOMMANDS = ("grade", "judge", "view", "aggregate", "compare", "export",
+               "tasks", "build", "validate", "cleanup", "setup")
 
 
 def call(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -54,7 +54,8 @@ def test_a_patch_tuned_to_the_visible_spec_shows_a_gap_and_the_experts_does_not(
     assert config.matches(overfit, overfit["patch_sha256"])  # its settings recorded apart from the block: reused
     for report in (expert, overfit):
         assert report["status"] == "passed", report["reason"]
-        assert report["visible_spec"]["status"] == "measured" and report["visible_spec"]["rounds"] == 3, report["visible_spec"]
+        seen = report["visible_spec"]
+        assert seen["status"] == "measured" and seen["rounds"] == 3, seen
     seen = overfit["visible_spec"]
     assert seen["speedup_patch_base"] > 3, seen  # fast on the spec's size
     assert seen["hidden_gm_speedup_patch_base"] < 1.5, seen  # no faster on the hidden size
