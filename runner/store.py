@@ -73,8 +73,9 @@ class RunStore:
                 # a diagnostic (visible) or one only reward tasks read (calibrate) then takes today's value
                 given = config.get("grading")
                 given = given if isinstance(given, dict) else {}
-                later = {k: given[k] for k in REGRADED_BY_REPORT if k in given and k not in stored["grading"]}
-                stored["grading"] = {**RECORDED_SINCE, **later, **stored["grading"]}
+                then = {k: v for k, v in RECORDED_SINCE.items() if k not in REGRADED_BY_REPORT}
+                later = {k: given[k] for k in REGRADED_BY_REPORT if k in given}  # (else both take the default)
+                stored["grading"] = {**then, **later, **stored["grading"]}
             changed = differences(identity(typed(stored)), identity(typed(config)))
             if changed:
                 raise ConfigError(f"{self.root} holds a different run ({'; '.join(changed[:3])}); "

@@ -136,6 +136,13 @@ def test_an_old_run_without_provenance_still_loads(tmp_path: Path) -> None:
     same = store.load_config()
     same["grading"]["fresh_state"] = False  # graded before test processes were fenced (test_old_run)
     assert store.bind_config(same) is True
+    # settings each report records (visible, calibrate) take today's value where the run predates them...
+    assert store.bind_config({**same, "grading": {**same["grading"], "visible": True, "calibrate": "auto"}})
+    # ...but a run that names one is the experiment it names
+    (tmp_path / "old" / "config.yaml").write_text(yaml.safe_dump({**same, "grading": {**same["grading"],
+                                                                                      "calibrate": True}}))
+    with pytest.raises(ConfigError, match="grading.calibrate: 'always' -> 'auto'"):
+        store.bind_config(same)
 
 
 @pytest.mark.docker
