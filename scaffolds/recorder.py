@@ -140,12 +140,14 @@ class Recorder:
         if self.count_actions and self.steps and self.steps[-1].actions:
             self.check_limits()
 
-    def act(self, action: dict[str, Any], observation: Observation) -> None:
-        """Record one action of the current step and what the model was shown for it."""
+    def act(self, action: dict[str, Any], observation: Observation, step: int | None = None) -> None:
+        """Record one action and what the model was shown for it: of the current step, or of step number `step`
+        (an installed agent's result can come back after a side call made another step)."""
         if not self.steps:
             self.steps.append(Step(index=0, started_at=time.time()))
-        self.steps[-1].actions.append(action)
-        self.steps[-1].observations.append(observation)
+        at = self.steps[-1] if step is None else self.steps[step]
+        at.actions.append(action)
+        at.observations.append(observation)
 
     def _close_step(self) -> None:
         if not self.steps or self.steps[-1].ended_at is not None:

@@ -88,7 +88,7 @@ class Session:
         self.ended = threading.Event()  # a limit or the provider ended the episode: stop the agent
         self.end: EpisodeEnd | None = None
         self.last: list[dict[str, Any]] = []  # the last request's messages and its reply
-        self.pending: list[dict[str, Any]] = []  # the last reply's tool calls, awaiting their results
+        self.pending: list[tuple[int, dict[str, Any]]] = []  # (step, tool call) of replies awaiting their results
 
     def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
                  params: Mapping[str, Any]) -> ModelReply:
@@ -107,17 +107,21 @@ class Session:
                 self.ended.set()
                 raise Refused(f"optrunner: {self.end.message}", status=503, kind="api_error") from None
             self.last = [*messages, reply.message]
-            self.pending = [{"tool": c.name, "id": c.id, "arguments": c.arguments} for c in reply.tool_calls]
+            step = len(self.rec.steps) - 1  # (the reply's own step: its results may come after a side call's)
+            self.pending += [(step, {"tool": c.name, "id": c.id, "arguments": c.arguments}) for c in reply.tool_calls]
             return reply
 
     def _observe(self, messages: list[dict[str, Any]]) -> None:
-        """The results of the previous reply's tool calls, as the agent sent them back: that step's actions
-        and observations."""
+        """The results of the earlier replies' tool calls, as the agent sent them back: those steps' actions
+        and observations. A request that carries no tool result at all (an agent's side call: a session title,
+        a summary) leaves them pending for the request that does."""
         results = {m.get("tool_call_id"): m for m in messages if m.get("role") == "tool"}
-        for action in self.pending:
+        if not results:
+            return
+        for step, action in self.pending:
             shown = results.get(action["id"])
             text = _text(shown.get("content")) if shown else "(its result was not sent back)"
-            self.rec.act(action, Observation(text, len(text)))
+            self.rec.act(action, Observation(text, len(text)), step)
         self.pending = []
 
     def closed(self, why: str) -> None:
@@ -128,8 +132,8 @@ class Session:
 
     def finish(self) -> None:
         with self.lock:
-            for action in self.pending:  # the last reply's calls: run, but never reported back
-                self.rec.act(action, Observation("(the agent ended before sending this back)", 0))
+            for step, action in self.pending:  # the last replies' calls: run, but never reported back
+                self.rec.act(action, Observation("(the agent ended before sending this back)", 0), step)
             self.pending = []
 
 
