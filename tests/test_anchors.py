@@ -141,9 +141,11 @@ def test_calibrate_takes_the_old_booleans(given: object, word: str) -> None:
     config = GradeConfig(calibrate=given)  # type: ignore[arg-type]
     assert config.calibrate == word
     # a report graded before the word existed (calibrate: true) matches `always`, not the new default
-    old = config.new_report("t", "x")
+    old = config.new_report("t", "x", verifier="reward")
     old["calibrate"] = True
     assert config.matches(old, old["patch_sha256"]) == (word == "always")
+    del old["verifier"]  # a timed task's report: calibrate is not what graded it
+    assert config.matches(old, old["patch_sha256"])
 
 
 def test_calibrate_refuses_other_words() -> None:

@@ -90,3 +90,11 @@ def test_the_gap_is_the_visible_speedup_over_the_hidden_one() -> None:
     assert math.isclose(float(np.prod([2.0, 8.0]) ** 0.5), 4.0)
     missing = gap_report(hidden, [10.0, 10.0], [2.0], [2.0, 2.0], GradeConfig(bootstrap=100))
     assert missing["status"] == "failed" and missing["overfit_gap"] is None
+
+
+def test_a_report_without_the_gap_is_kept_on_resume() -> None:
+    # the gap is a diagnostic: a report graded before it existed (or with it off) is not re-timed for it
+    old = GradeConfig(visible=False).new_report("t", "diff")
+    del old["visible"]
+    assert GradeConfig().matches(old, old["patch_sha256"])
+    assert not GradeConfig(rounds=3).matches(old, old["patch_sha256"])  # (other settings still count)

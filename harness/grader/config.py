@@ -117,7 +117,10 @@ class GradeConfig:
         graded before they existed (RECORDED_SINCE)."""
         recorded = {**{k: report.get(k, v) for k, v in RECORDED_SINCE.items()}, **report}
         recorded["calibrate"] = calibrate_setting(recorded["calibrate"])
-        wanted = {"patch_sha256": patch_sha256, **self.fields()}
+        # `visible` adds a diagnostic and changes no number a verdict or a score uses: a report without the gap
+        # is kept (`optrunner grade --force` measures it); `calibrate` is read by reward tasks' grading only
+        ignored = {"visible"} | ({"calibrate"} if report.get("verifier") != "reward" else set())
+        wanted = {"patch_sha256": patch_sha256, **{k: v for k, v in self.fields().items() if k not in ignored}}
         return all(recorded.get(k) == v for k, v in wanted.items())
 
 
