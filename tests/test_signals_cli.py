@@ -80,5 +80,7 @@ def test_a_second_signal_ends_harness_validate_at_once_and_removes_its_sandboxes
     output, took = signal_when(proc, lambda: wait_for(lambda: bool(mine(proc.pid)), 300, "sandboxes"),
                                signal.SIGHUP, signal.SIGTERM, gap=0.1 if sandboxes == "docker" else 0.0)
     assert proc.returncode == 129 and "second signal (SIGTERM)" in output, output[-2000:]
-    assert took < 15
+    # Not waiting for the validation's grading or builds (minutes); under make test's three workers on two
+    # cores the removal of a bwrap sandbox's tree took 19.8 s once (0.7 s alone), hence the margin.
+    assert took < 60
     assert not mine(proc.pid)
