@@ -12,6 +12,7 @@ once a run starts, so `--help` and config errors are fast.
 from __future__ import annotations
 
 import shutil
+import os
 import sys
 from pathlib import Path
 from typing import Any, cast
@@ -134,6 +135,11 @@ def cli(argv: list[str] | None = None, prog: str = "python -m runner") -> int:
     from harness.atomic import check_writable
 
     args = list(sys.argv[1:] if argv is None else argv)
+    if "--version" in args:  # this tool's version and revision (Hydra's own flag would print Hydra's)
+        from runner.cli import version
+
+        print(version())
+        return 0
     try:  # a mistake on the command line is one line, before Hydra creates anything
         args = prepare(args, prog)
     except ConfigError as err:
@@ -149,8 +155,12 @@ def cli(argv: list[str] | None = None, prog: str = "python -m runner") -> int:
     sys.argv = [prog, *args]  # Hydra reads its arguments from sys.argv
     try:
         main()
+        sys.stdout.flush()
     except SystemExit as stop:
         return stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    except BrokenPipeError:  # `--help | head -1`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (no second error at exit)
+        return 0
     finally:
         sys.argv = saved
     if FAILED_JOBS:

@@ -12,6 +12,9 @@ a newcomer writes are made to work:
                                            (a null node takes no field: OmegaConf refuses that)
     model.name=openai/gpt-x             -> and model.id, model.api_key_env, model.prompt_caching follow the
                                            name (its own run directory; the provider's own key variable)
+    model=openai/gpt-4o-mini            -> model=litellm model.name=openai/gpt-4o-mini  (as Harbor and Inspect
+                                           name models; the presets keep their names)
+    tasks.ids=spanindex                 -> tasks.ids=[spanindex]  (one task, without the list's brackets)
 
 A group option's `???` values (conf/model/local.yaml) are what that option needs: Hydra would lose them
 (a `???` merged over the schema's default keeps the default), so they are checked here. A credential on the
@@ -97,6 +100,9 @@ def _parse(args: list[str]) -> list[Override]:
             lines = [line.strip() for line in str(err).strip().splitlines()
                      if line.strip() and not line.startswith(("Error parsing override", "See https://"))]
             why = lines[0] if lines else "not an override"
+            if "=" not in arg and _PROVIDER_MODEL.fullmatch(f"model={arg}"):  # `-m openai/gpt-x`: -m is a sweep
+                raise ConfigError(f"{arg!r} alone is not a setting: name the model as model={arg} (here -m "
+                                  "means a sweep, as in Hydra)") from None
             raise ConfigError(f"cannot read {arg!r} ({why}): write key=value, and quote a value with spaces or "
                               "brackets, e.g. key='a b'") from None
     return out
@@ -203,9 +209,28 @@ def refuse_credentials(args: list[str]) -> None:
                               f"place for one: {_KEY_ADVICE}, and give URLs without it")
 
 
+_PROVIDER_MODEL = re.compile(r"model=(?P<name>[A-Za-z0-9_.-]+/[^\s=,\[\]{}]+)")
+_ONE_ID = re.compile(r"(?P<key>tasks\.ids)=(?P<id>[A-Za-z0-9_.-]+)")
+
+
+def shorthands(args: list[str]) -> list[str]:
+    """The forms other tools take, in this tool's terms: `model=PROVIDER/NAME` (any litellm model, as Harbor and
+    Inspect name them) is `model=litellm model.name=PROVIDER/NAME`; `tasks.ids=ID` is a list of one."""
+    out: list[str] = []
+    for arg in args:
+        if (found := _PROVIDER_MODEL.fullmatch(arg)) and found["name"] not in groups()["model"]:
+            out += ["model=litellm", f"model.name={found['name']}"]
+        elif (found := _ONE_ID.fullmatch(arg)) and found["id"] != "null":
+            out.append(f"{found['key']}=[{found['id']}]")
+        else:
+            out.append(arg)
+    return out
+
+
 def prepare(args: list[str], prog: str) -> list[str]:
     """The arguments as Hydra should get them; raises ConfigError (one line) for a mistake."""
     refuse_credentials(args)
+    args = shorthands(args)
     flags, positions = _split(args)
     if any(f in _OWN_CONFIG for f in flags):
         return args  # another config tree: its groups and keys are not ours to judge

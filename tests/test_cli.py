@@ -150,3 +150,16 @@ def test_commands_that_start_sandboxes_take_the_provider(capsys: pytest.CaptureF
         ["--predictions", "p.jsonl"] if name == "grade" else [])).provider == "bwrap"
     code, _, err = call(capsys, name, "--provider", "podman")
     assert code == 2 and "--provider: invalid choice: 'podman' (choose from" in err and "Traceback" not in err
+
+
+def test_run_version_is_this_tools_and_help_into_a_closed_pipe_is_quiet() -> None:
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-m", "runner", "--version"], capture_output=True, text=True, cwd=root)
+    assert done.returncode == 0 and done.stdout.startswith(f"optrunner {runner.__version__}"), done.stdout
+    # `optrunner run --help | head -1`: the reader goes away before the help is written
+    proc = subprocess.Popen([sys.executable, "-m", "runner", "--help"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=root)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0 and "Traceback" not in err, err

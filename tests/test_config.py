@@ -302,3 +302,22 @@ def test_executor_ray_without_ray_names_the_extra(capsys: pytest.CaptureFixture[
     monkeypatch.setitem(executors.EXTRAS, "ray", ("optrunner_no_such_module", "ray"))  # as if Ray were absent
     line = refused(capsys, tmp_path, "executor=ray")
     assert "executor=ray needs the 'ray' extra: pip install 'optrunner[ray]'" in line
+
+
+def test_a_model_named_as_harbor_and_inspect_name_it_is_litellms() -> None:
+    cfg = composed("model=openai/gpt-4o-mini")
+    assert (cfg.model.name, cfg.model.id) == ("openai/gpt-4o-mini", "openai-gpt-4o-mini")
+    assert OmegaConf.select(cfg, "hydra.runtime.choices")["model"] == "litellm"
+    assert composed("model=claude").model.id == "claude"  # the presets keep their names
+
+
+@pytest.mark.parametrize("given, ids", [("tasks.ids=spanindex", ["spanindex"]), ("tasks.ids=[a,b]", ["a", "b"]),
+                                        ("tasks.ids=null", None)])
+def test_one_task_id_needs_no_brackets(given: str, ids: list[str] | None) -> None:
+    found = composed(given).tasks.ids
+    assert (list(found) if found is not None else None) == ids
+
+
+def test_a_model_after_m_is_said_how_to_name() -> None:
+    with pytest.raises(ConfigError, match=r"name the model as model=openai/gpt-4o-mini \(here -m means a sweep"):
+        prepare(["-m", "openai/gpt-4o-mini"], "python -m runner")
