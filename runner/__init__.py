@@ -17,6 +17,17 @@ from pathlib import Path
 
 __version__ = "0.2.0"  # the package's one version string (pyproject.toml reads it from here)
 
+
+def version() -> str:
+    """This tool's version, and the git revision when it runs from a checkout (`--version`)."""
+    from harness.provenance import SOURCE_ROOT, git_state
+
+    state = git_state(SOURCE_ROOT)
+    if not state.get("revision"):
+        return f"optrunner {__version__}"
+    return f"optrunner {__version__} (git {state['revision'][:12]}{', modified' if state.get('dirty') else ''})"
+
+
 # Hydra's configs: conf/ at the top of a checkout; inside the package (runner/conf) once installed (setup.py).
 _INSTALLED_CONF = Path(__file__).resolve().parent / "conf"
 CONF_DIR = _INSTALLED_CONF if _INSTALLED_CONF.is_dir() else Path(__file__).resolve().parent.parent / "conf"

@@ -136,7 +136,7 @@ def cli(argv: list[str] | None = None, prog: str = "python -m runner") -> int:
 
     args = list(sys.argv[1:] if argv is None else argv)
     if "--version" in args:  # this tool's version and revision (Hydra's own flag would print Hydra's)
-        from runner.cli import version
+        from runner import version
 
         print(version())
         return 0

@@ -22,7 +22,7 @@ import importlib
 import sys
 from pathlib import Path
 
-from runner import __version__
+from runner import version
 
 PROG = "optrunner"
 # The modules behind the flag-style subcommands, in the order `optrunner --help` lists them.
@@ -30,16 +30,6 @@ MODULES = {"grade": "runner.grade", "judge": "runner.judge", "view": "runner.vie
            "compare": "runner.compare", "export": "runner.export"}
 HARNESS = ("tasks", "build", "validate", "cleanup", "setup")
 RUN_HELP = "run an experiment: Hydra overrides (model=claude scaffold=codeact rollouts=8); -m for a sweep"
-
-
-def version() -> str:
-    """This tool's version, and the git revision when it runs from a checkout."""
-    from harness.provenance import SOURCE_ROOT, git_state
-
-    state = git_state(SOURCE_ROOT)
-    if not state.get("revision"):
-        return f"{PROG} {__version__}"
-    return f"{PROG} {__version__} (git {state['revision'][:12]}{', modified' if state.get('dirty') else ''})"
 
 
 # Short helps for `optrunner --help` (each module's own description is the subcommand's --help).

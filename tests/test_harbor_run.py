@@ -49,8 +49,11 @@ def test_the_oracle_reaches_the_reference_on_every_scaffold(tmp_path: Path, scaf
     assert ctiming["score_source"] == "calibrated" and near_half(ctiming), ctiming["calibration"]
     assert reports["sortcount"]["opt_commit"] and reports["wordstats"]["opt_commit"]  # exact: reached
     # timed: the reference reaches itself, or this machine's noise (±15% over seconds on CI's 2 cores) is
-    # flagged as able to flip the verdict; never certainly below itself
-    assert ctiming["opt_commit"] or ctiming["uncertain"]["opt_commit"], ctiming["calibration"]
+    # flagged as able to flip the verdict, or (three rounds under make test's three workers: CI saw all three
+    # ratios below 0.95 once) it is within that noise of itself; a wrong state timed would be far off
+    calibration = ctiming["calibration"]
+    assert ctiming["opt_commit"] or ctiming["uncertain"]["opt_commit"] or calibration["reference_ratio"] > 0.85, \
+        calibration
     assert ctiming["reward"] is not None and ctiming["calibration"]["base"] > ctiming["calibration"]["reference"]
     assert reports["sortcount"]["score_source"] == "reward"  # a count: the task's anchors hold anywhere
     assert reports["wordstats"]["reward_extras"]["baseline"] is None  # extras of any type are kept
