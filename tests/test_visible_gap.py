@@ -98,3 +98,20 @@ def test_a_report_without_the_gap_is_kept_on_resume() -> None:
     del old["visible"]
     assert GradeConfig().matches(old, old["patch_sha256"])
     assert not GradeConfig(rounds=3).matches(old, old["patch_sha256"])  # (other settings still count)
+
+
+@pytest.mark.docker
+def test_a_spec_script_far_longer_than_the_tests_is_cut_at_its_budget(tmp_path: Path) -> None:
+    task = load_task(write_task(tmp_path, prob_script="import time\ntime.sleep(60)\n", test_timeout=120))
+    (report,) = grade_patches(task, [task.expert_patch], task_image(task), GradeConfig(rounds=2, bootstrap=50))
+    assert report["status"] == "passed" and report["visible_spec"]["status"] == "failed", report["visible_spec"]
+    assert "ran past 10 s, the visible workload's budget" in report["visible_spec"]["reason"]
+    assert report["session"]["wall_time_s"] < 30  # one cut run of the base, none after it: not 60 s a run
+
+
+def test_the_visible_budget_follows_the_hidden_tests() -> None:
+    from harness.grader.timing import visible_budget
+
+    assert visible_budget({"a": [1.0, 9.0], "b": [2.0]}, None) == 12.0  # 4 x (1 + 2): the first round's runs
+    assert visible_budget({"a": [0.1]}, None) == 10.0  # at least 10 s
+    assert visible_budget({"a": [30.0]}, 60) == 60  # at most the task's test timeout

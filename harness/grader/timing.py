@@ -33,6 +33,9 @@ Times = dict[str, dict[str, list[float]]]
 # round(gm, 1) >= 1.2 holds from gm = 1.15 on (1.1 from 1.05): the value an interval is compared with.
 EDGE_BELOW_THRESHOLD = 0.05
 CHECKED = "eqcheck"  # the mode of every timed run
+# A run of the visible workload (grader.visible) may take this many times one round of the base's hidden tests,
+# and at least VISIBLE_MIN_S: longer, it is not timed (the report says so) rather than lengthen the grading.
+VISIBLE_FACTOR, VISIBLE_MIN_S = 4.0, 10.0
 
 
 @dataclass
@@ -103,13 +106,20 @@ def time_session(task: Task, base: CodeState, commit: CodeState, patches: list[C
         return done.reported
 
     def seen(state: CodeState) -> float | None:
-        """A run of the visible workload: a diagnostic, so its failure stops that state's visible runs only."""
-        if state.visible is None or state.name in failed or state.name in out.visible_failed:
-            return None
+        """A run of the visible workload: a diagnostic, so its failure stops that state's visible runs only.
+        Its time is bounded by the hidden tests' (visible_budget): a spec script that sleeps or loops must not
+        make a grading many times longer than its tests."""
+        stopped = {state.name, base.name, commit.name} & set(out.visible_failed)
+        if state.visible is None or state.name in failed or stopped:
+            return None  # (without the base's or the expert's runs, no patch has a gap: none run on)
+        budget = visible_budget(out.times[base.name], task.test_timeout)
         try:
-            done = run_test_script(state, state.visible, None, task.test_timeout)
+            done = run_test_script(state, state.visible, None, budget)
         except (StepFailed, SandboxKilledFromInside) as err:
-            out.visible_failed[state.name] = str(err)[:600]
+            out.visible_failed[state.name] = (f"it ran past {budget:.3g} s, the visible workload's budget (the "
+                                              f"base's hidden tests' time x {VISIBLE_FACTOR:g}, at least "
+                                              f"{VISIBLE_MIN_S:g} s)" if "timeout after" in str(err) else
+                                              str(err)[:600])
             return None
         out.visible.setdefault(state.name, []).append(done.reported)
         return done.reported
@@ -168,6 +178,14 @@ def time_session(task: Task, base: CodeState, commit: CodeState, patches: list[C
         out.paired = {p.name: out.times[commit.name] for p in patches}
         out.visible_paired = {p.name: list(out.visible.get(commit.name, [])) for p in patches}
     return out
+
+
+def visible_budget(base_times: dict[str, list[float]], test_timeout: float | None) -> float:
+    """The seconds one run of the visible workload may take: VISIBLE_FACTOR times what one round of the base's
+    hidden tests took (their first round's runs), at least VISIBLE_MIN_S, at most the task's test timeout."""
+    first = sum(times[0] for times in base_times.values() if times)
+    budget = max(VISIBLE_MIN_S, VISIBLE_FACTOR * first)
+    return min(budget, test_timeout) if test_timeout else budget
 
 
 def _tampered(state: CodeState, when: str) -> StepFailed | None:
