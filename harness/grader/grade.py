@@ -227,8 +227,8 @@ def _serve(task: Task, service: Service, base: CodeState, commit: CodeState, pat
         verdicts(reports[i], ["base", "patch", "commit"], costs, (metric,), config)
         reports[i]["serving"] = served.report(state.name, base.name, commit.name, config)
         reports[i]["score_source"] = "serving"
-        reports[i]["visible_spec"] = not_measured("none", "a service task: its server is measured on the grader's "
-                                                     "held-out workload only")
+        reports[i]["visible_spec"] = not_measured("none", "a service task: the workload the agent saw is measured "
+                                                     "as serving.visible_seed, beside the held-out seeds")
         finish(i, "passed", "")
 
 
