@@ -36,7 +36,7 @@ from harness.sandbox.interface import SandboxError
 from runner import provenance, tables
 from runner.config import ConfigError
 from runner.store import RunStore
-from runner.study import Run, check_comparable, find_runs, load_run, successes_of
+from runner.study import Run, bootstrap_arguments, check_comparable, find_runs, load_run, successes_of
 
 
 def system_row(run: Run, k: int) -> dict[str, Any]:
@@ -213,11 +213,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, help="output folder (default: <first dir>/aggregate)")
     parser.add_argument("--k", type=int, default=tables.DEFAULT_K, help="k of Avg@k and Best@k (AutoLab: 3)")
     parser.add_argument("--truncate-steps", default="", help="e.g. 25,50,100: grade rollouts as of those steps")
-    d = Settings()
-    parser.add_argument("--resamples", type=int, default=d.resamples,
-                        help=f"bootstrap resamples (default {d.resamples})")
-    parser.add_argument("--level", type=float, default=d.level, help=f"interval level (default {d.level})")
-    parser.add_argument("--seed", type=int, default=d.seed, help=f"bootstrap seed (default {d.seed})")
+    bootstrap_arguments(parser)
     parser.add_argument("--bootstrap", choices=("tasks", "tasks+rollouts"), default="tasks",
                         help="resample tasks (default), or tasks and then rollouts within each drawn task")
 

@@ -34,7 +34,7 @@ from runner import tables
 from runner.config import ConfigError
 from runner.records import ResultRecord
 from runner.store import RunStore
-from runner.study import Run, check_comparable, find_runs, load_run
+from runner.study import Run, bootstrap_arguments, check_comparable, find_runs, load_run
 from scaffolds.exits import RETRIED
 
 # Grading settings under which one verdict or score means something else: two runs that differ in one are
@@ -311,11 +311,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_a", type=Path, help="run A (the baseline): a run directory, or a folder holding one run")
     parser.add_argument("run_b", type=Path, help="run B: a run directory, or a folder holding one run")
     parser.add_argument("--out", type=Path, help="output folder (default: <RUN_B>/compare-<A's run name>)")
-    d = Settings()
-    parser.add_argument("--resamples", type=int, default=d.resamples,
-                        help=f"bootstrap resamples (default {d.resamples})")
-    parser.add_argument("--level", type=float, default=d.level, help=f"interval level (default {d.level})")
-    parser.add_argument("--seed", type=int, default=d.seed, help=f"bootstrap seed (default {d.seed})")
+    bootstrap_arguments(parser)
     parser.add_argument("--force", action="store_true",
                         help="compare runs graded under different settings (the outputs name the differences)")
 

@@ -2,6 +2,7 @@
 compared; then each run's per-rollout successes and scores (pure functions over its records)."""
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,3 +105,14 @@ def pareto_front(points: list[tuple[float, float]]) -> list[int]:
         if not dominated:
             front.append(i)
     return front
+
+
+def bootstrap_arguments(parser: argparse.ArgumentParser) -> None:
+    """--resamples, --level and --seed of the bootstrap intervals, as aggregate and compare take them."""
+    from harness.metrics.bootstrap import Settings  # (numpy: only once a command's parser is built)
+
+    d = Settings()
+    parser.add_argument("--resamples", type=int, default=d.resamples,
+                        help=f"bootstrap resamples (default {d.resamples})")
+    parser.add_argument("--level", type=float, default=d.level, help=f"interval level (default {d.level})")
+    parser.add_argument("--seed", type=int, default=d.seed, help=f"bootstrap seed (default {d.seed})")
