@@ -22,7 +22,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from runner import CONF_DIR
 from runner.config import ConfigError, register_schemas
-from runner.overrides import groups_help, model_slug, prepare
+from runner.conftree import groups_help
+from runner.overrides import model_slug, prepare
 from runner.plan import slug
 
 OmegaConf.register_new_resolver("tasks_slug", lambda selector, ids=None: slug(str(selector), list(ids or [])),
@@ -35,8 +36,11 @@ register_schemas()
 ROOT_EXISTED = True
 
 
+# What a run writes once a rollout has started: a refused run with none of these has nothing to lose.
+STARTED = ("rollouts", "trajectories", "checkpoints", "results.jsonl")
 STOP_CODES = (129, 130, 143)  # SIGHUP, Ctrl-C, SIGTERM
 FAILED_JOBS: list[int] = []  # a sweep's exit codes of jobs that failed: the sweep goes on, then exits non-zero
+SWEEP: dict[str, Any] = {}  # a sweep's directory and how many of its jobs started (cli() reads them)
 
 
 def _fail(message: str) -> int:
@@ -44,10 +48,19 @@ def _fail(message: str) -> int:
     return 2
 
 
-def forget_refused(run_dir: Path, root: Path, keep_root: bool = True) -> None:
-    """Remove what Hydra created for a run that was refused before it started (its directory holds no
-    config.yaml of ours), and the parents that are left empty, up to `root` (included unless `keep_root`)."""
-    if not run_dir.is_dir() or (run_dir / "config.yaml").exists():
+def forget_refused(run_dir: Path, root: Path, keep_root: bool = True, made: frozenset[str] | None = None) -> None:
+    """Remove what a run refused before any rollout started left: Hydra's directory, and, when the
+    directory held no run before this command (`made`: the names this command found there, Hydra's own),
+    what the run wrote since (config.yaml, .lock, the access check's record); then the parents left empty,
+    up to `root` (included unless `keep_root`). A directory with a finished rollout, or that held a run
+    before, keeps its config.yaml and so is left as it is."""
+    if not run_dir.is_dir():
+        return
+    if made is not None and not any((run_dir / name).exists() for name in STARTED):
+        for path in run_dir.iterdir():
+            if path.name not in made:
+                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+    if (run_dir / "config.yaml").exists():
         return
     if any(p.name not in (".hydra", "__main__.log") for p in run_dir.iterdir()):
         return  # something else lives there: not ours to delete
@@ -68,13 +81,15 @@ def run_job(cfg: DictConfig) -> int:
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     root = Path(str(cfg.get("output_root", "outputs")))
+    # A directory that holds no run yet is this command's to remove again if the run is refused.
+    made = None if (run_dir / "config.yaml").exists() else frozenset(p.name for p in run_dir.iterdir())
     try:
         code = _run_job(cfg, run_dir)
     except BaseException:
         forget_refused(run_dir, root, ROOT_EXISTED)
         raise
-    if code:
-        forget_refused(run_dir, root, ROOT_EXISTED)
+    if code == 2:  # a refusal (an interrupted or stopped run keeps what it has: 129, 130, 143)
+        forget_refused(run_dir, root, ROOT_EXISTED, made)
     return code
 
 
@@ -113,6 +128,8 @@ def main(cfg: DictConfig) -> None:
     from hydra.types import RunMode
 
     sweeping = HydraConfig.get().mode == RunMode.MULTIRUN
+    if sweeping:
+        SWEEP.update(dir=Path(HydraConfig.get().sweep.dir), jobs=SWEEP.get("jobs", 0) + 1)
     try:
         code = run_job(cfg)
     except Exception as err:  # noqa: BLE001 - in a sweep, one broken job must not lose the others
@@ -151,6 +168,7 @@ def cli(argv: list[str] | None = None, prog: str = "python -m runner") -> int:
     if (problem := check_writable(output_root)) is not None:
         return _fail(problem)
     FAILED_JOBS.clear()
+    SWEEP.clear()
     saved = sys.argv
     sys.argv = [prog, *args]  # Hydra reads its arguments from sys.argv
     try:
@@ -164,9 +182,21 @@ def cli(argv: list[str] | None = None, prog: str = "python -m runner") -> int:
     finally:
         sys.argv = saved
     if FAILED_JOBS:
-        print(f"error: {len(FAILED_JOBS)} job(s) of the sweep failed (above); the others finished", file=sys.stderr)
+        _failed_jobs(len(FAILED_JOBS), SWEEP.get("jobs", 0), SWEEP.get("dir"), output_root)
         return FAILED_JOBS[0]
     return 0
+
+
+def _failed_jobs(failed: int, jobs: int, sweep_dir: Path | None, root: Path) -> None:
+    """The sweep's last line; when every job was refused, Hydra's multirun.yaml goes too (nothing ran)."""
+    if failed < jobs:
+        print(f"error: {failed} of the sweep's {jobs} jobs failed (above); the others finished", file=sys.stderr)
+        return
+    print(f"error: {'the' if jobs == 1 else f'all {jobs}'} job{'s' if jobs > 1 else ''} of the sweep failed (above): "
+          "nothing finished", file=sys.stderr)
+    if sweep_dir is not None and sweep_dir.is_dir() and [p.name for p in sweep_dir.iterdir()] == ["multirun.yaml"]:
+        (sweep_dir / "multirun.yaml").unlink()
+        forget_refused(sweep_dir, root, ROOT_EXISTED)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from harness.grader.config import GradeConfig
 from harness.grader.judge.config import JudgeConfig
 from harness.models.config import ModelConfig
 from harness.sandbox.interface import DEFAULT_BASE_IMAGE, SandboxLimits
-from harness.sandbox.providers import DEFAULT_PROVIDER, PROVIDERS, ROOTFS
+from harness.sandbox.providers import DEFAULT_PROVIDER, PROVIDERS, ROOTFS, rootfs_problem
 from scaffolds.limits import Limits
 
 
@@ -102,6 +102,8 @@ class SandboxConf(SandboxLimits):
             out.append(f"provider must be one of {', '.join(PROVIDERS)}, got {self.provider!r}")
         if self.rootfs not in ROOTFS:
             out.append(f"rootfs must be one of {', '.join(ROOTFS)}, got {self.rootfs!r}")
+        elif self.provider in PROVIDERS and (problem := rootfs_problem(self.provider, self.rootfs)):
+            out.append(problem)
         return out
 
     def limits(self) -> SandboxLimits:
@@ -351,6 +353,10 @@ def _check(conf: RunConf) -> None:
     problems = conf.sandbox.problems()
     if problems:
         raise ConfigError(f"sandbox.{problems[0]}")
+    if conf.scaffold.name == "installed" and conf.sandbox.rootfs != "image":  # (checked before any install)
+        raise ConfigError(f"an installed agent (scaffold=installed/...) is added to each task's image, and "
+                          f"sandbox.rootfs={conf.sandbox.rootfs} has none: drop sandbox.rootfs (with sandbox=bwrap, "
+                          "Docker builds the images) or use a scaffold of this package (codeact, mini_swe, terminus)")
     if conf.temperature is not None and not 0 <= conf.temperature <= 2:
         raise ConfigError(f"temperature must be in [0, 2] (or null for the provider's default), got {conf.temperature}")
     problems = conf.budget.problems()
@@ -376,24 +382,3 @@ def check_judge(judge: JudgeConfig) -> None:
         raise ConfigError(f"judge.{problems[0]}")
     if judge.api_key_env and not os.environ.get(judge.api_key_env):
         raise ConfigError(f"judge {judge.id} needs an API key: set the environment variable {judge.api_key_env}")
-
-
-def identity(conf: RunConf) -> dict[str, Any]:
-    """The part of a typed config that defines the experiment, as plain values."""
-    return {key: _plain(getattr(conf, key)) for key in IDENTITY_KEYS}
-
-
-def _plain(value: Any) -> Any:
-    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) and not isinstance(value, type) else value
-
-
-def differences(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
-    """Dotted keys whose values differ between two plain configs."""
-    out: list[str] = []
-    for key in sorted(set(old) | set(new)):
-        a, b = old.get(key), new.get(key)
-        if isinstance(a, dict) and isinstance(b, dict):
-            out += differences(a, b, f"{prefix}{key}.")
-        elif a != b:
-            out.append(f"{prefix}{key}: {a!r} -> {b!r}")
-    return out

@@ -29,17 +29,18 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override, OverrideType
 from hydra.errors import HydraException
 
 from harness.models.redaction import carries_credential, secret_name
-from runner import CONF_DIR
+from runner import conftree
 from runner.config import ConfigError, lookup, suggest, unknown_key
+from runner.conftree import defaults, groups, preset
 
 # Flags that replace Hydra's config search: the groups below are then not the ones that count.
-_OWN_CONFIG = ("--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd")
+_OWN_CONFIG = ("--config-path", "-cp", "--config-name", "-cn")
+_CONFIG_DIR = ("--config-dir", "-cd")  # a folder of more group options, searched beside conf/ (conftree)
 # Flags that show something instead of running: a sweep file or an unset value is fine to look at.
 _SHOWING = ("--help", "-h", "--hydra-help", "--version", "--cfg", "-c", "--info", "-i", "--shell-completion", "-sc")
 _MULTIRUN = ("--multirun", "-m")
@@ -61,33 +62,6 @@ def _flags() -> dict[str, Any]:
     from hydra._internal.utils import get_args_parser
 
     return {opt: action for action in get_args_parser()._actions for opt in action.option_strings}
-
-
-@cache
-def groups() -> dict[str, tuple[str, ...]]:
-    """Each config group of conf/ -> its options (files only: the schema_* configs are internal); a folder
-    inside a group names options of that group (scaffold=installed/mini_swe_agent)."""
-    return {d.name: tuple(sorted(p.relative_to(d).with_suffix("").as_posix() for p in d.rglob("*.yaml")))
-            for d in sorted(Path(CONF_DIR).iterdir()) if d.is_dir()}
-
-
-@cache
-def defaults() -> dict[str, str | None]:
-    """conf/config.yaml's defaults list: group -> its default option (None: left out unless chosen)."""
-    listed = yaml.safe_load((Path(CONF_DIR) / "config.yaml").read_text()).get("defaults", [])
-    return {k: v for item in listed if isinstance(item, dict) for k, v in item.items()}
-
-
-@cache
-def preset(group: str, option: str) -> dict[str, Any]:
-    return yaml.safe_load((Path(CONF_DIR) / group / f"{option}.yaml").read_text()) or {}
-
-
-def groups_help() -> str:
-    """The groups and their options for `--help` (the default marked *)."""
-    width = max(map(len, groups()))
-    return "\n".join(f"  {g:<{width}}  " + ", ".join(o + ("*" if defaults().get(g) == o else "") for o in opts)
-                     for g, opts in groups().items())
 
 
 def _parse(args: list[str]) -> list[Override]:
@@ -182,6 +156,16 @@ def _split(args: list[str]) -> tuple[list[str], list[int]]:
     return flags, positions
 
 
+def _flag_values(args: list[str], names: tuple[str, ...]) -> list[str]:
+    """The values given to flags `names` (`--flag VALUE` or `--flag=VALUE`)."""
+    out = []
+    for i, arg in enumerate(args):
+        name, eq, value = arg.partition("=")
+        if name in names:
+            out += [value] if eq else args[i + 1:i + 2]
+    return out
+
+
 # Where a key goes instead of the command line (said by every refusal of one).
 _KEY_ADVICE = ("put the key in an environment variable and name it with model.api_key_env=VARIABLE "
                "(judge.api_key_env for the judge; a provider's own variable such as OPENAI_API_KEY needs nothing)")
@@ -215,11 +199,13 @@ _ONE_ID = re.compile(r"(?P<key>tasks\.ids)=(?P<id>[A-Za-z0-9_.-]+)")
 
 def shorthands(args: list[str]) -> list[str]:
     """The forms other tools take, in this tool's terms: `model=PROVIDER/NAME` (any litellm model, as Harbor and
-    Inspect name them) is `model=litellm model.name=PROVIDER/NAME`; `tasks.ids=ID` is a list of one."""
+    Inspect name them) is `model=litellm model.name=PROVIDER/NAME` (in a sweep, a list of them too); `tasks.ids=ID`
+    is a list of one."""
     out: list[str] = []
     for arg in args:
-        if (found := _PROVIDER_MODEL.fullmatch(arg)) and found["name"] not in groups()["model"]:
-            out += ["model=litellm", f"model.name={found['name']}"]
+        names = arg[len("model="):].split(",") if arg.startswith("model=") else []
+        if names and all(_PROVIDER_MODEL.fullmatch(f"model={n}") and n not in groups()["model"] for n in names):
+            out += ["model=litellm", f"model.name={','.join(names)}"]  # (several: a sweep over them)
         elif (found := _ONE_ID.fullmatch(arg)) and found["id"] != "null":
             out.append(f"{found['key']}=[{found['id']}]")
         else:
@@ -234,6 +220,7 @@ def prepare(args: list[str], prog: str) -> list[str]:
     flags, positions = _split(args)
     if any(f in _OWN_CONFIG for f in flags):
         return args  # another config tree: its groups and keys are not ours to judge
+    conftree.add_dirs([Path(v) for v in _flag_values(args, _CONFIG_DIR)])  # (their options count; keys stay ours)
     parsed = _parse([args[i] for i in positions])
     multirun = any(f in _MULTIRUN for f in flags) or any(
         o.key_or_group == "hydra.mode" and str(o.value()) == "MULTIRUN" for o in parsed)

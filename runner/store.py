@@ -32,7 +32,8 @@ import yaml
 
 from harness.atomic import read_json, write_json, write_text
 from harness.grader.config import RECORDED_SINCE
-from runner.config import ConfigError, differences, identity, typed
+from runner.config import ConfigError, typed
+from runner.identity import differences, identity
 from runner.records import ResultRecord, RolloutRecord
 
 REGRADED_BY_REPORT = ("visible", "calibrate")  # (see RunStore.bind_config)

@@ -36,7 +36,7 @@ def refused(capsys: pytest.CaptureFixture[str], tmp_path: Path, *args: str) -> s
     assert code == 2 and "Traceback" not in err, err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), err
-    assert [p.name for p in tmp_path.iterdir()] in ([], ["tasks"]), "something was left behind"
+    assert [p.name for p in tmp_path.iterdir()] in ([], ["tasks"], ["mine"]), "something was left behind"
     return lines[0]
 
 
@@ -104,6 +104,12 @@ def run_dir(cfg: DictConfig) -> str:
     (["grading.p=7"], "bad grading option: p must be in (0, 1]"),
     (["grading.verifier_timeout_multiplier=0"], "bad grading option: verifier_timeout_multiplier must be above 0"),
     (["sandbox.provider=podman"], "error: sandbox.provider must be one of docker, bwrap, got 'podman'"),
+    # combinations wrong from the config alone, refused before anything is installed or built
+    (["sandbox.rootfs=host"], "provider docker starts (it runs task images only): add sandbox=bwrap to the command"),
+    (["sandbox=bwrap", "sandbox.rootfs=host", "scaffold=installed/mini_swe_agent"],
+     "an installed agent (scaffold=installed/...) is added to each task's image, and sandbox.rootfs=host has none"),
+    # refused by the model's access check, after the run wrote its config (removed again): nothing is sent
+    (["model=antropic/claude-x"], "litellm knows no provider 'antropic' (did you mean anthropic/claude-x?)"),
     # refused when the run reads its tasks (no container started)
     (["tasks.ids=[nope]"], "unknown task id 'nope'"),
     (["tasks.selector=/no/such/dir"], "no such directory"),
@@ -166,6 +172,47 @@ def test_a_sweep_is_refused_before_any_job_when_one_job_is_bad(capsys: pytest.Ca
     assert all(line.startswith("error: sweep not started: job ") for line in lines), lines
     assert "unknown scaffold 'nope'; choose one of codeact" in lines[0] and "p must be in (0, 1]" in lines[1]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_refused_after_writing_its_config_leaves_nothing(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """bwrap's images come from Docker, found missing once the run wrote config.yaml and took its lock."""
+    monkeypatch.setattr("runner.run.litellm_module", lambda: None)
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")  # no Docker engine answers here
+    line = refused(capsys, tmp_path, "sandbox=bwrap", "tasks.ids=spanindex")
+    assert line == ("error: bwrap sandboxes take task images from docker: cannot reach a Docker engine ('docker "
+                    "info' failed); start it ('optrunner setup'), or run over this host's own system with no "
+                    "Docker: sandbox.rootfs=host (grading commands: --rootfs host)")
+
+
+def test_a_config_dir_adds_options_and_keeps_the_checks(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "mine" / "model").mkdir(parents=True)
+    (tmp_path / "mine" / "model" / "mine.yaml").write_text(
+        "defaults:\n  - litellm\n  - _self_\nid: mine\nname: openai/gpt-4o-mini\n")
+    added = ["--config-dir", str(tmp_path / "mine")]
+    try:
+        assert "did you mean scaffold=codeact?" in refused(capsys, tmp_path, *added, "scafold=codeact")
+        assert "did you mean model=mine?" in refused(capsys, tmp_path, *added, "model=mne")
+        line = refused(capsys, tmp_path, *added, "model=mine", "rollouts=0")  # (composed with the added option)
+        assert line == "error: rollouts must be at least 1, got 0"
+    finally:
+        prepare([], "python -m runner")  # (the next command line searches conf/ alone again)
+    with pytest.raises(ConfigError, match="unknown model 'mine'"):
+        prepare(["model=mine"], "python -m runner")
+
+
+def test_a_sweep_whose_every_job_is_refused_says_so_and_leaves_nothing(capsys: pytest.CaptureFixture[str],
+                                                                        tmp_path: Path) -> None:
+    code = cli(["-m", "model=antropic/claude-x,opnai/gpt-x", "tasks.ids=spanindex"])  # (refused as they start)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and "Traceback" not in "".join(lines)
+    assert [line for line in lines if line.startswith("error: ")] == [
+        "error: model.name=antropic/claude-x: litellm knows no provider 'antropic' (did you mean "
+        "anthropic/claude-x?); nothing was sent",
+        "error: model.name=opnai/gpt-x: litellm knows no provider 'opnai' (did you mean openai/gpt-x?); "
+        "nothing was sent",
+        "error: all 2 jobs of the sweep failed (above): nothing finished"]
+    assert list(tmp_path.iterdir()) == []  # not even Hydra's multirun.yaml
 
 
 def test_a_sweep_refuses_schema_options_and_unset_values_per_job(capsys: pytest.CaptureFixture[str],

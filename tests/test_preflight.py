@@ -50,6 +50,20 @@ def test_a_missing_key_variable_is_named_before_any_request() -> None:
     assert "set the environment variable ANTHROPIC_API_KEY" in problem
 
 
+@pytest.mark.parametrize("prefix, meant", [("antropic", "anthropic"), ("opnai", "openai")])
+def test_a_misspelt_provider_is_named_with_the_nearest_before_any_request(prefix: str, meant: str,
+                                                                          server: OpenAIServer) -> None:
+    server.push(Reply(body=completion("never")))  # (a server that would answer: it must not be asked)
+    problem = one_line(check_access(local(server, name=f"{prefix}/some-model")))
+    assert server.requests == []
+    assert f"no provider {prefix!r}" in problem and f"did you mean {meant}/some-model?" in problem
+
+
+def test_a_bare_name_litellm_cannot_place_asks_for_a_provider_prefix() -> None:
+    problem = one_line(check_access(ModelConfig(name="no-such-model-here", price=PRICE)))
+    assert "name it PROVIDER/MODEL" in problem and "nothing" not in problem.split(":")[0]
+
+
 @pytest.mark.parametrize("name, variable", [("openai/gpt-test", "OPENAI_API_KEY"),
                                             ("gemini/gemini-test", "GEMINI_API_KEY")])
 def test_the_providers_own_key_variable_is_named(name: str, variable: str) -> None:

@@ -15,12 +15,14 @@ through, so it is only a warning. Scripted models (`scripted/...`) are offline: 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import logging
 import os
 
 from harness.models import scripted
 from harness.models.config import ModelConfig
 from harness.models.errors import ModelError, first_line
+from harness.models.loader import litellm_module
 from harness.models.model import PLACEHOLDER_KEY, Model, provider_key_missing, resolve_api_key
 from harness.models.records import CallRecord
 
@@ -53,6 +55,8 @@ def check_access(config: ModelConfig, api_key: str | None = None) -> Preflight:
     if scripted.is_scripted(config.name):
         return Preflight()
     name = config.name
+    if (unknown := unknown_provider(config)) is not None:
+        return Preflight(problem=unknown)
     if config.api_key_env and not api_key and not os.environ.get(config.api_key_env):
         return Preflight(problem=f"{name}: no API key: set the environment variable {config.api_key_env}")
     key = resolve_api_key(config, api_key)
@@ -75,6 +79,27 @@ def check_access(config: ModelConfig, api_key: str | None = None) -> Preflight:
             return Preflight(warning=warning)
         return Preflight(problem=problem)
     return Preflight(record=reply.record)
+
+
+def unknown_provider(config: ModelConfig) -> str | None:
+    """One line when litellm cannot tell which provider `config.name` is for (a misspelt prefix, or a bare
+    name litellm does not list), with the nearest provider litellm knows; None when it can. Sends nothing."""
+    lm = litellm_module()
+    try:
+        lm.get_llm_provider(model=config.name, api_base=config.api_base,
+                            custom_llm_provider=dict(config.kwargs).get("custom_llm_provider"))
+        return None
+    except Exception:  # noqa: BLE001 - litellm's BadRequestError: no provider for this name
+        pass
+    prefix, slash, rest = config.name.partition("/")
+    known = [str(getattr(p, "value", p)) for p in lm.provider_list]
+    if not slash:
+        return (f"model.name={config.name}: litellm does not know which provider serves this model: name it "
+                "PROVIDER/MODEL (openai/gpt-4o-mini, anthropic/claude-sonnet-4-5; the providers: "
+                "https://docs.litellm.ai/docs/providers)")
+    near = difflib.get_close_matches(prefix.lower(), known, n=1, cutoff=0.6)
+    hint = f"did you mean {near[0]}/{rest}?" if near else "the providers: https://docs.litellm.ai/docs/providers"
+    return f"model.name={config.name}: litellm knows no provider {prefix!r} ({hint}); nothing was sent"
 
 
 def _problem(config: ModelConfig, key: str | None, exc: ModelError) -> str | None:

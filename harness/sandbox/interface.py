@@ -65,7 +65,12 @@ class SandboxKilledFromInside(SandboxError):
 
 
 class SandboxUnavailable(SandboxError):
-    """This machine cannot start sandboxes (no engine, no access); the message says how to fix it."""
+    """This machine cannot start sandboxes (no engine, no access); the message says how to fix it, `reason`
+    only what is wrong (for a caller that knows a better fix)."""
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason or message
 
 
 class NoPatch(Exception):

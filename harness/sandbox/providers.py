@@ -32,9 +32,21 @@ PROVIDERS = {"docker": "harness.sandbox.docker.provider:DockerProvider",
 DEFAULT_PROVIDER = "docker"  # what a run or a harness command uses when it names none
 # Where a sandbox's root filesystem comes from (`sandbox.rootfs`): the task image's (image) or the host's (host).
 ROOTFS = ("image", "host")
+# Which of those each provider starts sandboxes from: Docker runs task images only.
+ROOTFS_OF = {"docker": ("image",), "bwrap": ("image", "host")}
 # The interpreter a layer over the host runs as python3 (`sandbox.host_python`: a path, system or auto; read
 # when a task's layers are built: harness.sandbox.bwrap.hostextras).
 HOST_PYTHON = "OPTRUNNER_HOST_PYTHON"
+
+
+def rootfs_problem(name: str, rootfs: str) -> str | None:
+    """One line (keys relative to `sandbox.`) when provider `name` cannot start sandboxes from `rootfs`,
+    naming the provider that can; read from the config alone, before anything is built."""
+    if rootfs in ROOTFS_OF.get(name, ROOTFS):
+        return None
+    able = [p for p, kinds in ROOTFS_OF.items() if rootfs in kinds]
+    return (f"rootfs={rootfs} is not something provider {name} starts (it runs task images only): add "
+            f"sandbox={able[0]} to the command (it needs no Docker)")
 
 
 class SandboxProvider(Protocol):

@@ -60,8 +60,9 @@ class BwrapProvider:
         try:
             builder.ensure_ready()
         except SandboxUnavailable as err:
-            raise SandboxUnavailable(f"the bwrap provider takes task images from {builder.name}, which is not "
-                                     f"available here ({err}); without it, use sandbox.rootfs=host") from None
+            raise SandboxUnavailable(f"bwrap sandboxes take task images from {builder.name}: {err.reason}; start it "
+                                     "('optrunner setup'), or run over this host's own system with no Docker: "
+                                     "sandbox.rootfs=host (grading commands: --rootfs host)") from None
         images = builder.ensure_images(tasks, base_image, progress, base_map)
         names = sorted({name for found in images.values() for name in (found.agent, found.grading, found.base) if name})
         for name in names:

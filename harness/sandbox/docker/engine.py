@@ -70,7 +70,8 @@ def ensure_engine(wait_seconds: float = WAIT_SECONDS, start: bool = True) -> str
     if engine_answers():
         return "engine already running"
     if not start:
-        raise DockerUnavailable(f"cannot reach a Docker engine ('docker info' failed): {SETUP_HINT}")
+        reason = "cannot reach a Docker engine ('docker info' failed)"
+        raise DockerUnavailable(f"{reason}: {SETUP_HINT}", reason)
     if not _is_debian_root():
         raise DockerUnavailable(
             "cannot reach a Docker engine ('docker info' failed): start Docker (e.g. 'sudo systemctl start docker') "
