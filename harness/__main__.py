@@ -27,6 +27,7 @@ from harness.sandbox.interface import DEFAULT_BASE_IMAGE as BASE_IMAGE
 from harness.sandbox.interface import ImageBuildError, SandboxError, TaskImages
 from harness.sandbox.providers import DEFAULT_PROVIDER, PROVIDERS, SandboxProvider, provider
 from harness.tasks import SOURCES, Task, TaskError, select_tasks
+from harness.tasks.folder import LISTING
 from harness.tasks.task import IMAGE_POLICIES, NETWORK_POLICIES
 
 if TYPE_CHECKING:
@@ -53,22 +54,29 @@ def _select(args: argparse.Namespace) -> list[Task]:
     """The tasks the arguments name (a source's options go to the source that takes them)."""
     source = args.source or "suite"
     selector = args.tasks if args.tasks is not None else ("suite" if source == "suite" else "")
+    if source == "harbor" and not selector.strip():
+        raise TaskError("--source harbor needs a folder: --tasks DIR (Harbor task directories, or one)")
     return select_tasks(selector, source, split=args.split, repo_mirror=args.repo_mirror, image=args.image,
                         network=args.network)
 
 
 def cmd_tasks(args: argparse.Namespace) -> int:
-    tasks = _select(args)
+    listing = LISTING.set(True)  # a list shows the tasks this machine cannot run too (their GPUs say why)
+    try:
+        tasks = _select(args)
+    finally:
+        LISTING.reset(listing)
     if args.json:
         print(json.dumps([{"id": t.id, "repo": t.repo, "api": t.api, "languages": list(t.languages),
-                           "tags": list(t.tags), "workloads": len(t.test_names), "path": str(t.path or "")}
-                          for t in tasks], indent=2))
+                           "tags": list(t.tags), "workloads": len(t.test_names), "gpus": t.gpus,
+                           "path": str(t.path or "")} for t in tasks], indent=2))
         return 0
     table = Table(title=f"{len(tasks)} tasks")
-    for column in ("id", "repo", "api", "languages", "workloads", "tags"):
+    for column in ("id", "repo", "api", "languages", "workloads", "gpus", "tags"):
         table.add_column(column)
     for t in tasks:
-        table.add_row(t.id, t.repo, t.api, ",".join(t.languages), str(len(t.test_names)), ",".join(t.tags))
+        table.add_row(t.id, t.repo, t.api, ",".join(t.languages), str(len(t.test_names)), str(t.gpus),
+                      ",".join(t.tags))
     Console().print(table)
     return 0
 

@@ -89,7 +89,11 @@ def check_writable(path: Path, example: str = "output_root=DIR") -> str | None:
         test.mkdir()
         test.rmdir()
     except OSError as err:
-        return write_problem(err, str(probe), example) or f"cannot write to {probe}: {err.strerror}"
+        if (problem := write_problem(err, str(probe), example)) is not None:
+            return problem
+        # /proc, /sys: a folder that exists but takes no new entries says "no such file" (ENOENT) or worse
+        why = "it takes no new folders (a system folder)" if err.errno == errno.ENOENT else err.strerror
+        return f"cannot create folders in {probe}: {why}; choose another location, e.g. {example}"
     return None
 
 

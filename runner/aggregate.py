@@ -36,7 +36,7 @@ from harness.sandbox.interface import SandboxError
 from runner import provenance, tables
 from runner.config import ConfigError
 from runner.store import RunStore
-from runner.study import Run, bootstrap_arguments, check_comparable, find_runs, load_run, successes_of
+from runner.study import Run, bootstrap_arguments, check_comparable, load_runs, successes_of
 
 
 def system_row(run: Run, k: int) -> dict[str, Any]:
@@ -230,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(f"--k must be at least 1, got {args.k}")
         settings = Settings(args.resamples, args.level, args.seed, rollouts=args.bootstrap == "tasks+rollouts")
         steps = [int(s) for s in args.truncate_steps.split(",") if s.strip()] if args.truncate_steps else []
-        runs = [load_run(p) for p in find_runs(args.dirs)]
+        runs = load_runs(args.dirs)
         check_comparable(runs)
         if steps:
             from runner.truncate import truncated_runs

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
+import sys
 from pathlib import Path
 
 from runner.config import ConfigError, RunConf, validate
@@ -47,9 +48,27 @@ def find_runs(paths: list[Path]) -> list[Path]:
     return list(dict.fromkeys(p.resolve() for p in found))
 
 
+def load_runs(paths: list[Path]) -> list[Run]:
+    """The runs `paths` name or hold. A folder found inside one whose config.yaml is not a run's (another
+    tool's Hydra output, say) is skipped with a warning naming the file; a folder named itself is refused."""
+    named = {p.resolve() for p in paths}
+    runs = []
+    for path in find_runs(paths):
+        try:
+            runs.append(load_run(path))
+        except ConfigError as err:
+            if path in named:
+                raise
+            print(f"warning: {err}; skipped", file=sys.stderr)
+    return runs
+
+
 def load_run(path: Path) -> Run:
     store = RunStore(path)
-    conf = validate(store.load_config())
+    try:
+        conf = validate(store.load_config())
+    except ConfigError as err:
+        raise ConfigError(f"{store.config_path} is not a run's config ({err})") from None
     records = store.results()
     try:
         task_ids = [t.id for t in select(conf)]

@@ -16,8 +16,8 @@ def write_pages(run_dir: Path, show: bool) -> Path:
 
     RunStore(run_dir).load_config()  # refuses a folder that is not a run (ConfigError)
     page = write_run_pages(run_dir)
-    if show:
-        webbrowser.open(page.resolve().as_uri())
+    if show and not webbrowser.open(uri := page.resolve().as_uri()):  # (False: no browser could be started)
+        print(f"note: no browser could be started here: open {uri} in one (the pages are written)", file=sys.stderr)
     return page
 
 

@@ -311,3 +311,15 @@ def test_bad_aggregate_input_is_one_line(study_tasks: Path, tmp_path: Path) -> N
     assert mixed.returncode == 2 and "runs over different task sets" in mixed.stderr
     for done in (ungraded, mixed):
         assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    # Another project's Hydra output beside the run: named when asked for, skipped (the file named) when found
+    foreign = tmp_path / "both" / "runs" / "other_project"
+    (foreign / ".hydra").mkdir(parents=True)
+    (foreign / "config.yaml").write_text("db:\n  driver: mysql\n")
+    named = aggregate_cli(str(foreign))
+    assert named.returncode == 2 and named.stderr.strip().splitlines() == [
+        f"error: {foreign / 'config.yaml'} is not a run's config (bad config at db: Key 'db' not in 'RunConf')"]
+    found = aggregate_cli(str(tmp_path / "both"))
+    assert found.returncode == 0, found.stderr
+    assert found.stderr.strip().splitlines() == [
+        f"warning: {foreign / 'config.yaml'} is not a run's config (bad config at db: Key 'db' not in 'RunConf'); "
+        "skipped"]

@@ -163,3 +163,16 @@ def test_run_version_is_this_tools_and_help_into_a_closed_pipe_is_quiet() -> Non
     proc.stdout.close()
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0 and "Traceback" not in err, err
+
+
+def test_tasks_speaks_in_flags_and_lists_what_this_machine_cannot_run(capsys: pytest.CaptureFixture[str],
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    code, _, err = call(capsys, "tasks", "--source", "harbor")
+    assert (code, err) == (2, "error: --source harbor needs a folder: --tasks DIR (Harbor task directories, or one)\n")
+    monkeypatch.setattr("harness.gpus.inventory", lambda: [])  # (as on a machine with no GPU)
+    code, out, err = call(capsys, "tasks", "--tasks", "gpu", "--json")
+    listed = json.loads(out)
+    assert code == 0 and err == "" and len(listed) == 3 and all(t["gpus"] >= 1 for t in listed), (out, err)
+    with pytest.raises(Exception, match="3 need GPUs this machine lacks"):  # a run still refuses them here
+        from harness.tasks import select_tasks
+        select_tasks("gpu", "suite")

@@ -104,6 +104,8 @@ def run_dir(cfg: DictConfig) -> str:
     (["grading.p=7"], "bad grading option: p must be in (0, 1]"),
     (["grading.verifier_timeout_multiplier=0"], "bad grading option: verifier_timeout_multiplier must be above 0"),
     (["sandbox.provider=podman"], "error: sandbox.provider must be one of docker, bwrap, got 'podman'"),
+    (["output_root=/proc/x"], "error: cannot create folders in /proc: it takes no new folders (a system folder); "
+                              "choose another location, e.g. output_root=DIR"),
     # combinations wrong from the config alone, refused before anything is installed or built
     (["sandbox.rootfs=host"], "provider docker starts (it runs task images only): add sandbox=bwrap to the command"),
     (["sandbox=bwrap", "sandbox.rootfs=host", "scaffold=installed/mini_swe_agent"],

@@ -134,13 +134,25 @@ def test_a_diff_snapshot_shows_only_the_files_changed_since_the_last_one() -> No
 
 
 def test_runner_view_rewrites_the_pages_and_refuses_what_is_not_a_run(run: Path, tmp_path: Path,
-                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+                                                                     capsys: pytest.CaptureFixture[str],
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     from runner.view import main as view_main  # `python -m runner.view`, in this process
 
     (run / "report.html").unlink()
     code = view_main([str(run)])
     stderr = capsys.readouterr().err
     assert code == 0 and (run / "report.html").exists(), stderr
+    # --open where no browser can be started (no DISPLAY, no BROWSER, none on PATH): said, and not an error
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.setenv("BROWSER", "")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    import webbrowser
+    monkeypatch.setattr(webbrowser, "_tryorder", None)  # (the registry is read again under this environment)
+    code = view_main([str(run), "--open"])
+    stderr = capsys.readouterr().err
+    assert code == 0 and (f"note: no browser could be started here: open {(run / 'report.html').resolve().as_uri()} "
+                          "in one (the pages are written)") in stderr, stderr
     code = view_main([str(tmp_path)])
     stderr = capsys.readouterr().err
     assert code == 2 and stderr.strip() == f"error: {tmp_path} is not a run directory (no config.yaml)"

@@ -6,6 +6,7 @@ what is expected, so a user can fix their own task folders without reading a tra
 """
 from __future__ import annotations
 
+import contextvars
 import re
 import shutil
 import subprocess
@@ -157,9 +158,15 @@ def load_dir(path: Path) -> list[Task]:
     return on_this_machine(tasks)
 
 
+# Set while tasks are only listed (`optrunner tasks`): a task this machine cannot run is still shown.
+LISTING: contextvars.ContextVar[bool] = contextvars.ContextVar("listing", default=False)
+
+
 def on_this_machine(tasks: list[Task], asked_by_name: bool = False) -> list[Task]:
     """`tasks` without those needing GPUs this machine lacks: each skipped in one line, or refused when the
     user named it."""
+    if LISTING.get():
+        return tasks
     machine = gpus.inventory()
     out = []
     for task in tasks:
