@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
+import json
 import os
 import platform
 import socket
@@ -44,8 +45,25 @@ def collect(sandboxes: "SandboxProvider | None" = None, images: Mapping[str, "Ta
             "machine": machine(), "grading": grading_settings(grading)}
 
 
+# Written by setup.py into a built package: the revision it was built from (an installed copy has no .git).
+BUILD_STAMP = Path(__file__).resolve().parent / "build_stamp.json"
+
+
 def tool() -> dict[str, Any]:
-    return {"name": DISTRIBUTION, "version": package_version(DISTRIBUTION), **git_state(SOURCE_ROOT)}
+    return {"name": DISTRIBUTION, "version": package_version(DISTRIBUTION), **source_state()}
+
+
+def source_state() -> dict[str, Any]:
+    """{revision, dirty} of the code that runs: the checkout's, else the one its package was built from (then
+    `built: true`); both null when neither is known."""
+    state = git_state(SOURCE_ROOT)
+    if state["revision"] is None and state["dirty"] is None:
+        try:
+            stamp = json.loads(BUILD_STAMP.read_text())
+            return {"revision": stamp.get("revision"), "dirty": stamp.get("dirty"), "built": True}
+        except (OSError, ValueError, AttributeError):
+            pass
+    return state
 
 
 def package_version(name: str) -> str | None:

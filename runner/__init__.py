@@ -13,19 +13,37 @@ tables.py    CSV / LaTeX / parquet tables      checkpoints.py  rollouts' checkpo
 judge.py     `optrunner judge`                 view.py      `optrunner view` (pages/: the HTML)
 cli.py       the `optrunner` command: one entry point over all of the above
 """
+import os
 from pathlib import Path
 
 __version__ = "0.2.0"  # the package's one version string (pyproject.toml reads it from here)
 
 
 def version() -> str:
-    """This tool's version, and the git revision when it runs from a checkout (`--version`)."""
-    from harness.provenance import SOURCE_ROOT, git_state
+    """This tool's version and the git revision it runs from (a checkout) or was built from (`--version`)."""
+    from harness.provenance import source_state
 
-    state = git_state(SOURCE_ROOT)
+    state = source_state()
     if not state.get("revision"):
-        return f"optrunner {__version__}"
-    return f"optrunner {__version__} (git {state['revision'][:12]}{', modified' if state.get('dirty') else ''})"
+        return f"optrunner {__version__} (revision unknown)"
+    built = "built from " if state.get("built") else ""
+    return f"optrunner {__version__} ({built}git {state['revision'][:12]}{', modified' if state.get('dirty') else ''})"
+
+
+def read_dotenv(folder: Path | None = None) -> list[str]:
+    """Variables from `.env` in the working directory (or `folder`) that the environment does not set, as
+    Harbor, Inspect and mini-swe-agent read them: API keys kept out of the shell's history. The environment
+    wins over the file; the file is never written. Returns the names set."""
+    path = (folder or Path.cwd()) / ".env"
+    if not path.is_file():
+        return []
+    from dotenv import dotenv_values
+
+    values = dotenv_values(path)
+    added = [k for k, v in values.items() if v is not None and k not in os.environ]
+    for name in added:
+        os.environ[name] = str(values[name])
+    return added
 
 
 # Hydra's configs: conf/ at the top of a checkout; inside the package (runner/conf) once installed (setup.py).

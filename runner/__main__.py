@@ -20,7 +20,7 @@ from typing import Any, cast
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from runner import CONF_DIR
+from runner import CONF_DIR, read_dotenv
 from runner.config import ConfigError, register_schemas
 from runner.conftree import groups_help
 from runner.overrides import model_slug, prepare
@@ -152,6 +152,7 @@ def cli(argv: list[str] | None = None, prog: str = "python -m runner") -> int:
     from harness.atomic import check_writable
 
     args = list(sys.argv[1:] if argv is None else argv)
+    read_dotenv()  # API keys from ./.env (the environment wins)
     if "--version" in args:  # this tool's version and revision (Hydra's own flag would print Hydra's)
         from runner import version
 

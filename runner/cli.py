@@ -22,7 +22,7 @@ import importlib
 import sys
 from pathlib import Path
 
-from runner import version
+from runner import read_dotenv, version
 
 PROG = "optrunner"
 # The modules behind the flag-style subcommands, in the order `optrunner --help` lists them.
@@ -123,6 +123,7 @@ def parse(args: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    read_dotenv()  # API keys from ./.env (the environment wins)
     if args and args[0] == "run":
         from runner.__main__ import cli
 

@@ -68,7 +68,8 @@ def revision_label(prov: dict[str, Any]) -> str:
     label = f"{tool.get('name', 'optrunner')} {_v(tool.get('version'))}"
     if revision is None:
         return f"{label}, revision unknown (not a git checkout)"
-    return f"{label}, revision {revision[:12]}" + (" with uncommitted changes" if tool.get("dirty") else "")
+    built = "built from " if tool.get("built") else ""
+    return f"{label}, {built}revision {revision[:12]}" + (" with uncommitted changes" if tool.get("dirty") else "")
 
 
 def machine_label(prov: dict[str, Any]) -> str:

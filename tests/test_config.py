@@ -203,6 +203,24 @@ def test_a_config_dir_adds_options_and_keeps_the_checks(capsys: pytest.CaptureFi
         prepare(["model=mine"], "python -m runner")
 
 
+def test_keys_are_read_from_dotenv_in_the_working_directory(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("runner.run.litellm_module", lambda: None)
+    args = ["model=claude", "tasks.ids=[nope]"]  # the key is checked before the tasks are read
+    assert "set the environment variable ANTHROPIC_API_KEY" in refused(capsys, tmp_path, *args)
+    (tmp_path / ".env").write_text("# keys\nANTHROPIC_API_KEY=sk-ant-from-dotenv\nOPTRUNNER_DOTENV_ONLY=1\n")
+    monkeypatch.setenv("OPTRUNNER_DOTENV_ONLY", "from the shell")  # the environment wins over the file
+    before = (tmp_path / ".env").stat()
+    code = cli(args)
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: tasks.ids: unknown task id 'nope'") and err.count("\n") == 1, err
+    assert os.environ["ANTHROPIC_API_KEY"] == "sk-ant-from-dotenv"
+    assert os.environ["OPTRUNNER_DOTENV_ONLY"] == "from the shell"
+    assert (tmp_path / ".env").stat().st_mtime_ns == before.st_mtime_ns  # never written
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".env"]
+    monkeypatch.delenv("ANTHROPIC_API_KEY")  # (read_dotenv set it in this process)
+
+
 def test_a_sweep_whose_every_job_is_refused_says_so_and_leaves_nothing(capsys: pytest.CaptureFixture[str],
                                                                         tmp_path: Path) -> None:
     code = cli(["-m", "model=antropic/claude-x,opnai/gpt-x", "tasks.ids=spanindex"])  # (refused as they start)

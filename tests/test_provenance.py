@@ -84,6 +84,19 @@ def test_no_checkout_or_no_git_is_null_not_an_error(tmp_path: Path, monkeypatch:
     assert provenance.git_state(ROOT) == unknown
 
 
+def test_an_installed_copy_names_the_revision_it_was_built_from(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import runner
+
+    monkeypatch.setattr(provenance, "SOURCE_ROOT", tmp_path / "site-packages")  # (no .git: not a checkout)
+    monkeypatch.setattr(provenance, "BUILD_STAMP", tmp_path / "build_stamp.json")
+    assert provenance.source_state() == {"revision": None, "dirty": None}
+    assert runner.version() == f"optrunner {runner.__version__} (revision unknown)"
+    (tmp_path / "build_stamp.json").write_text(json.dumps({"revision": "ab" * 20, "dirty": False}))
+    assert provenance.tool()["revision"] == "ab" * 20 and provenance.tool()["built"] is True
+    assert runner.version() == f"optrunner {runner.__version__} (built from git {'ab' * 6})"
+    assert run_provenance.revision_label({"tool": provenance.tool()}).endswith(f", built from revision {'ab' * 6}")
+
+
 @pytest.mark.docker
 def test_engine_version_and_image_ids_are_dockers() -> None:
     sandboxes = provider("docker")

@@ -62,6 +62,8 @@ def main() -> None:
         cli = str(bin_dir / "optrunner")
         version = step("optrunner --version", [cli, "--version"], work, env).strip()
         print(f"wheel-check: {version}")
+        if "built from git " not in version:  # (setup.py stamps the revision a wheel was built from)
+            sys.exit(f"wheel-check: --version names no revision: {version}")
         step("optrunner --help", [cli, "--help"], work, env)
         for name in SUBCOMMANDS:
             step(f"optrunner {name} --help", [cli, name, "--help"], work, env)
