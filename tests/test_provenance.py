@@ -84,7 +84,8 @@ def test_no_checkout_or_no_git_is_null_not_an_error(tmp_path: Path, monkeypatch:
     assert provenance.git_state(ROOT) == unknown
 
 
-def test_an_installed_copy_names_the_revision_it_was_built_from(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_installed_copy_names_the_revision_it_was_built_from(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     import runner
 
     monkeypatch.setattr(provenance, "SOURCE_ROOT", tmp_path / "site-packages")  # (no .git: not a checkout)
