@@ -61,6 +61,8 @@ def _select(args: argparse.Namespace) -> list[Task]:
 
 
 def cmd_tasks(args: argparse.Namespace) -> int:
+    if args.words:
+        return _init_task(args.words, args.dir)
     listing = LISTING.set(True)  # a list shows the tasks this machine cannot run too (their GPUs say why)
     try:
         tasks = _select(args)
@@ -78,6 +80,17 @@ def cmd_tasks(args: argparse.Namespace) -> int:
         table.add_row(t.id, t.repo, t.api, ",".join(t.languages), str(len(t.test_names)), str(t.gpus),
                       ",".join(t.tags))
     Console().print(table)
+    return 0
+
+
+def _init_task(words: list[str], parent: Path) -> int:
+    if len(words) != 2 or words[0] != "init":
+        raise TaskError(f"tasks takes flags, or `init NAME` to write a new task folder; got {' '.join(words)!r}")
+    from harness.tasks.template import init_task
+
+    folder = init_task(words[1], parent)
+    print(f"wrote {folder}: a working task (a slow function, its spec, one hidden test, the expert's patch); "
+          f"check it with: optrunner validate --tasks {folder}")
     return 0
 
 
@@ -284,6 +297,10 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]",
         if name in SANDBOX_COMMANDS:
             provider_args(p, rootfs=name != "cleanup")
         if name == "tasks":
+            p.add_argument("words", nargs="*", metavar="init NAME",
+                           help="write a new task folder NAME (in --dir), working as written: edit it, then "
+                                "optrunner validate --tasks DIR/NAME")
+            p.add_argument("--dir", type=Path, default=Path("."), help="where `init` writes (default: here)")
             p.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
         if name == "validate":
             p.add_argument("--repeat", type=int, default=1, help="grade everything N times and count verdict flips")
