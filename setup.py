@@ -1,5 +1,6 @@
 """Only what pyproject.toml cannot say: conf/ (Hydra's configs) stays at the top of the checkout, as the
-project's layout has it, and is installed inside the package as `runner/conf` (runner.paths finds either);
+project's layout has it, and is installed inside the package as `runner/conf` (runner.paths finds either),
+as docs/ is as `runner/docs` (`optrunner docs`, runner.manual);
 and a built package records the git revision it was built from (harness/build_stamp.json, read by
 harness.provenance.source_state: `--version` and every run's provenance), since it has no .git of its own."""
 import json
@@ -33,7 +34,7 @@ class BuildWithStamp(build_py):
 
 
 setup(
-    packages=find_packages(include=["runner*", "harness*", "scaffolds*"]) + ["runner.conf"],
-    package_dir={"runner.conf": "conf"},
+    packages=find_packages(include=["runner*", "harness*", "scaffolds*"]) + ["runner.conf", "runner.docs"],
+    package_dir={"runner.conf": "conf", "runner.docs": "docs"},
     cmdclass={"build_py": BuildWithStamp},
 )

@@ -2,15 +2,18 @@
 
 __main__.py  the Hydra app (`optrunner run`, `python -m runner`); config.py its schema, built on each
              layer's own config; overrides.py the command line checked before Hydra composes it
+             (conftree.py: the groups and options it knows); sweep_check.py every sweep job checked first
 plan.py      which tasks and rollouts          rollout.py   one rollout under limits, with retries
 executors/   where rollouts run (local, ray)   run.py       one experiment, phase by phase
-records.py   typed records                     store.py     the run directory, its only owner
+records.py   typed records                     store.py     the run directory, its only owner (lock.py)
+identity.py  what makes two runs the same      checkpoints.py  rollouts' checkpoints (resume mid-episode)
 grading.py   a run's gradings                  grade.py     `optrunner grade RUN_DIR`
-report.py    report.json / report.md           progress.py  the live display
-study.py     runs loaded for comparison        aggregate.py `optrunner aggregate`
+report.py    report.json / report.md           progress.py  the live display (live.py, late_calls.py)
+study.py     runs loaded for comparison        aggregate.py `optrunner aggregate`; compare.py `compare`
 plots.py     the study plots                   truncate.py  post-hoc step truncation
-tables.py    CSV / LaTeX / parquet tables      checkpoints.py  rollouts' checkpoints (resume mid-episode)
-judge.py     `optrunner judge`                 view.py      `optrunner view` (pages/: the HTML)
+tables.py    CSV / LaTeX / parquet tables      provenance.py  provenance as report lines
+judge.py     `optrunner judge` (judging.py)    view.py      `optrunner view` (pages/: the HTML)
+export.py    `optrunner export` (atif.py)      manual.py    `optrunner docs` (the shipped pages)
 cli.py       the `optrunner` command: one entry point over all of the above
 """
 import os

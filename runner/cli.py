@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from runner import read_dotenv, version
 PROG = "optrunner"
 # The modules behind the flag-style subcommands, in the order `optrunner --help` lists them.
 MODULES = {"grade": "runner.grade", "judge": "runner.judge", "view": "runner.view", "aggregate": "runner.aggregate",
-           "compare": "runner.compare", "export": "runner.export"}
+           "compare": "runner.compare", "export": "runner.export", "docs": "runner.manual"}
 HARNESS = ("tasks", "build", "validate", "cleanup", "setup")
 RUN_HELP = "run an experiment: Hydra overrides (model=claude scaffold=codeact rollouts=8); -m for a sweep"
 
@@ -37,7 +38,8 @@ HELPS = {"judge": "an LLM judge over a graded run's rollouts (hack votes, soft l
          "view": "write a run's HTML pages (report.html, one page per trajectory)",
          "aggregate": "compare runs: the per-system table, plots and aggregate.html",
          "compare": "run B against run A: paired per-task deltas, intervals, McNemar's test, cost",
-         "export": "export a run's trajectories as ATIF v1.7 files (Harbor's trajectory format)"}
+         "export": "export a run's trajectories as ATIF v1.7 files (Harbor's trajectory format)",
+         "docs": "the reference pages shipped with the package: where they are, or one page's text"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,7 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog=PROG, description="Run and score code-optimization experiments with LLM agents.",
-        epilog=f"'{PROG} COMMAND --help' shows a command's options. The reference is in docs/ (mkdocs serve).")
+        epilog=f"'{PROG} COMMAND --help' shows a command's options; '{PROG} docs' lists the reference pages "
+               "(shipped with the package) and prints any of them.")
     parser.add_argument("--version", action="version", version=version())
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sub.add_parser("run", help=RUN_HELP, add_help=False)  # listed here; Hydra parses its arguments
@@ -131,11 +134,18 @@ def main(argv: list[str] | None = None) -> int:
         rest = ["retry_errors=false" if a == "--no-retry-errors" else a for a in args[1:]]
         return cli(rest, prog=f"{PROG} run")
     parsed = parse(args)
-    if hasattr(parsed, "handler"):
-        return int(parsed.handler(parsed))
-    from harness import __main__ as harness_cli
+    try:
+        if hasattr(parsed, "handler"):
+            code = int(parsed.handler(parsed))
+        else:
+            from harness import __main__ as harness_cli
 
-    return harness_cli.run(parsed)
+            code = harness_cli.run(parsed)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:  # `optrunner docs | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (no second error at exit)
+        return 0
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from harness.grader.predictions import PredictionsError, rollout_numbers
 from runner import cli
 from runner.executors import missing_extra
 
-SUBCOMMANDS = ("grade", "judge", "view", "aggregate", "compare", "export",
+SUBCOMMANDS = ("grade", "judge", "view", "aggregate", "compare", "export", "docs",
                "tasks", "build", "validate", "cleanup", "setup")
 
 
@@ -176,3 +176,19 @@ def test_tasks_speaks_in_flags_and_lists_what_this_machine_cannot_run(capsys: py
     with pytest.raises(Exception, match="3 need GPUs this machine lacks"):  # a run still refuses them here
         from harness.tasks import select_tasks
         select_tasks("gpu", "suite")
+
+
+def test_docs_lists_the_pages_in_reading_order_and_prints_one(capsys: pytest.CaptureFixture[str]) -> None:
+    from runner.manual import DOCS_DIR
+
+    code, out, err = call(capsys, "docs")
+    lines = out.splitlines()
+    assert code == 0 and err == "" and str(DOCS_DIR) in lines[0]
+    names = [line.split()[0] for line in lines[1:]]
+    assert names[:4] == ["index", "install", "configuration", "tasks"] and "grading" in names
+    assert lines[3].split(None, 1)[1] == "Configuration"  # each page's own first heading
+    code, out, _ = call(capsys, "docs", "grading")
+    assert code == 0 and out == (DOCS_DIR / "grading.md").read_text()
+    code, out, err = call(capsys, "docs", "gradin")
+    assert code == 2 and out == "" and err.startswith("error: no page 'gradin' (did you mean grading?)")
+    assert call(capsys, "--help")[1].count("'optrunner docs' lists") == 1

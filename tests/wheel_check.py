@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SUBCOMMANDS = ("run", "grade", "judge", "view", "aggregate", "tasks", "build", "validate", "cleanup", "setup")
+SUBCOMMANDS = ("run", "grade", "judge", "view", "aggregate", "tasks", "build", "validate", "cleanup", "setup", "docs")
 
 
 def step(what: str, cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
@@ -67,6 +67,9 @@ def main() -> None:
         step("optrunner --help", [cli, "--help"], work, env)
         for name in SUBCOMMANDS:
             step(f"optrunner {name} --help", [cli, name, "--help"], work, env)
+        page = step("optrunner docs configuration", [cli, "docs", "configuration"], work, env)
+        if not page.startswith("# Configuration"):  # (the pages ship inside the package: a pip user has them)
+            sys.exit(f"wheel-check: optrunner docs configuration printed {page[:200]!r}")
         # (three timing rounds: the package's plumbing is checked here, the verdicts' certainty in make test)
         out = step(f"optrunner run tasks=smoke tasks.ids=[{args.task}] rollouts=1 grading.rounds=3",
                    [cli, "run", "tasks=smoke", f"tasks.ids=[{args.task}]", "rollouts=1", "grading.rounds=3"],

@@ -25,5 +25,6 @@ def missing_extra(kind: str) -> str | None:
     module, extra = EXTRAS[kind]
     if importlib.util.find_spec(module) is not None:
         return None
-    return (f"executor={kind} needs the '{extra}' extra: pip install 'optrunner[{extra}]' "
-            f"(from a checkout: pip install '.[{extra}]')")
+    from harness.extras import install_hint
+
+    return f"executor={kind} needs the '{extra}' extra: {install_hint(extra)}"

