@@ -161,6 +161,21 @@ def render_markdown(result: dict[str, Any]) -> str:
         lines += [f"| {row['system']} | {row['hack_suspects']} | {_f(c['opt_at_1'])} | {_f(c['opt_at_K'])} | "
                   f"{_f(c['avg_at_k'])} | {_f(c['best_at_k'])} | {c['solved_tasks']} |"
                   for row in flagged for c in (row["credited"],)]
+    lines += _judged_lines(result)
+    lines += _comparison_lines(result)
+    if result.get("tables"):
+        lines += ["", "## Tables", "", "For a paper: `systems.tex` (booktabs; `\\input` it), `systems.csv`, and "
+                  "one row per rollout in `rollouts.csv` (and `rollouts.parquet` with pyarrow).", ""]
+        lines += [f"- `{name}`" for name in result["tables"]]
+    if result.get("plots"):
+        lines += ["", "## Plots", "", "Each also as PDF and SVG, one paper column wide.", ""]
+        lines += [f"- `{name}`" for name in result["plots"]]
+    return "\n".join(lines) + "\n"
+
+
+def _judged_lines(result: dict[str, Any]) -> list[str]:
+    """Each system's judged figures, per judge (none: no judge ran)."""
+    lines: list[str] = []
     judged = [(row, judge_id, j) for row in result["systems"] for judge_id, j in (row.get("judges") or {}).items()]
     if judged:
         lines += ["", "## Judged (an LLM judge's hack votes and ISO-Bench's soft metrics)", "",
@@ -175,15 +190,7 @@ def render_markdown(result: dict[str, Any]) -> str:
                   + " / ".join(str(j["quadrants"][q]) for q in ("Q1", "Q2", "Q3", "Q4")) + " | "
                   + " / ".join(str(c) for c in j["approaches"].values()) + f" | {_usd(j['cost_usd'])} |"
                   for row, judge_id, j in judged]
-    lines += _comparison_lines(result)
-    if result.get("tables"):
-        lines += ["", "## Tables", "", "For a paper: `systems.tex` (booktabs; `\\input` it), `systems.csv`, and "
-                  "one row per rollout in `rollouts.csv` (and `rollouts.parquet` with pyarrow).", ""]
-        lines += [f"- `{name}`" for name in result["tables"]]
-    if result.get("plots"):
-        lines += ["", "## Plots", "", "Each also as PDF and SVG, one paper column wide.", ""]
-        lines += [f"- `{name}`" for name in result["plots"]]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 NAMES = {"opt_at_K": "Opt@K", "avg_at_k": "Avg@k", "best_at_k": "Best@k"}

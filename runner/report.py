@@ -124,6 +124,27 @@ def _check_lines(checks: list[dict[str, Any]]) -> list[str]:
             "(not in the cost above) |"]
 
 
+def _task_lines(tasks: dict[str, Any]) -> list[str]:
+    """The per-rollout table, task by task."""
+    lines = ["## Tasks", "", "Score source: timed (log-stretch of the timed speedups), reward (the task's own), "
+             "calibrated (anchors measured here), serving. Gap: the speedup on the spec script the agent saw over "
+             "the hidden tests', then the expert's change's on the same task: a patch far above the expert's "
+             "gained where the agent could look only.", "",
+             "| task | rollout | exit | steps | status | opt_base | opt_commit | hm vs expert | "
+             "score (source) | gap | cost |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for tid, task in tasks.items():
+        if not task["rollouts"]:
+            lines.append(f"| {tid} | - | (none finished) | | | | | | | | |")
+        for row in task["rollouts"]:
+            source = f" ({row['score_source']})" if row.get("score_source") else ""
+            lines.append(f"| {tid} | {row['rollout']} | {row['exit_reason']} | {row['steps']} | "
+                         f"{_fmt(row['status'])} | {_fmt(row['opt_base'])} | {_fmt(row['opt_commit'])} | "
+                         f"{_fmt(row['hm_speedup_patch_commit'])} | {_fmt(row['score'])}{source} | "
+                         f"{_fmt(row.get('overfit_gap'), 2)} / {_fmt(row.get('expert_gap'), 2)} | "
+                         f"{_money(row['cost_usd'])} |")
+    return lines
+
+
 def render_markdown(report: dict[str, Any], run_dir: str, grading: str = "") -> str:
     s = report["summary"]
     sysinfo = s["system"]
@@ -165,22 +186,7 @@ def render_markdown(report: dict[str, Any], run_dir: str, grading: str = "") -> 
               f"{s['tokens']['output']} |",
               f"| mean steps | {_fmt(s['mean_steps'], 1)} |", f"| rollout wall time | {s['wall_time_s']:.0f} s |"]
     lines += _scaffold_lines(report) + _check_lines(report.get("model_checks") or []) + [""]
-    lines += ["## Tasks", "", "Score source: timed (log-stretch of the timed speedups), reward (the task's own), "
-              "calibrated (anchors measured here), serving. Gap: the speedup on the spec script the agent saw over "
-              "the hidden tests', then the expert's change's on the same task: a patch far above the expert's "
-              "gained where the agent could look only.", "",
-              "| task | rollout | exit | steps | status | opt_base | opt_commit | hm vs expert | "
-              "score (source) | gap | cost |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for tid, task in report["tasks"].items():
-        if not task["rollouts"]:
-            lines.append(f"| {tid} | - | (none finished) | | | | | | | | |")
-        for row in task["rollouts"]:
-            source = f" ({row['score_source']})" if row.get("score_source") else ""
-            lines.append(f"| {tid} | {row['rollout']} | {row['exit_reason']} | {row['steps']} | "
-                         f"{_fmt(row['status'])} | {_fmt(row['opt_base'])} | {_fmt(row['opt_commit'])} | "
-                         f"{_fmt(row['hm_speedup_patch_commit'])} | {_fmt(row['score'])}{source} | "
-                         f"{_fmt(row.get('overfit_gap'), 2)} / {_fmt(row.get('expert_gap'), 2)} | "
-                         f"{_money(row['cost_usd'])} |")
+    lines += _task_lines(report["tasks"])
     lines += ["", "## Exit reasons", "", "| reason | rollouts |", "|---|---|"]
     lines += [f"| {reason} | {count} |" for reason, count in sorted(s["exit_reasons"].items())]
     if s["graded"]:

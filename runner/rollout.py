@@ -29,11 +29,11 @@ from harness.models.redaction import redact
 from harness.models.records import Usage
 from harness.models.scripted import Script, is_scripted
 from harness.serving.kit import kit_files
-from harness.sandbox.interface import (NoPatch, PatchTooLarge, Sandbox, SandboxError, SandboxKilledFromInside,
-                                       close_quietly, pin_if_possible)
+from harness.sandbox.interface import Sandbox, SandboxError, close_quietly, pin_if_possible
 from harness.sandbox.providers import SandboxProvider, WaitsReady
 from harness.tasks.task import Task
 from runner import late_calls
+from runner.attempt import Interrupted, collect, conclude, drive
 from runner.checkpoints import CheckpointDir, checkpoint_dir
 from runner.config import ConfigError, RunConf
 from harness.grader.config import patch_sha256
@@ -46,10 +46,7 @@ from scaffolds.episode import Episode
 from scaffolds.exits import RETRIED, ExitReason
 
 ENGINE_WAIT_S = 120.0  # how long an infra retry waits for the sandbox engine to answer again
-GRACE_S = 30.0  # time a step in flight gets past the wall-clock limit before the runner steps in
 RUN_LABEL = "optrunner.run"
-STOPPED_WHY = {ExitReason.TIME_LIMIT: "stopped from outside at the wall-clock limit",
-               ExitReason.RUN_COST_LIMIT: "the run's cost cap was reached"}
 
 
 def _close_and_release(sandbox: Sandbox, given: tuple[gpus.Gpu, ...]) -> None:
@@ -58,10 +55,6 @@ def _close_and_release(sandbox: Sandbox, given: tuple[gpus.Gpu, ...]) -> None:
         close_quietly(sandbox)
     finally:
         gpus.machine_pool().release(given)
-
-
-class Interrupted(Exception):
-    """The run is stopping (Ctrl-C): the rollout is dropped, not recorded, and redone on resume."""
 
 
 def script_for(conf: RunConf, task: Task, index: int, store_of_replayed: RunStore | None) -> Script | None:
@@ -208,8 +201,9 @@ class RolloutRunner:
             self.sandboxes.wait_ready(ENGINE_WAIT_S, live.stop)
 
     def _attempt(self, job: RolloutJob, live: Live) -> RolloutResult:
-        task, image = job.task, job.image
-        started = time.time()
+        """One attempt, phase by phase: model and scaffold, a sandbox (from the checkpoint, with the task's
+        GPUs), the loop under the wall clock (attempt.drive), the change (attempt.collect), the record."""
+        task, started = job.task, time.time()
         model = Model(self.conf.model, temperature=self.conf.temperature, seed=self.conf.seed,
                       script=copy.deepcopy(job.script))  # each attempt plays from the start
         live.model = model
@@ -218,9 +212,38 @@ class RolloutRunner:
         if task.agent_timeout and limits.task_timeouts:  # the task's own limit (Harbor's [agent].timeout_sec)
             limits = dataclasses.replace(limits, wall_clock_s=task.agent_timeout)
         resume = self._resume_point(task, live, scaffold)
-        if resume is not None:  # a fresh sandbox from the checkpoint's files
-            image = resume[0]
-        given = self._lease_gpus(task, live)  # a GPU task's own GPUs: waits while others hold them
+        image = job.image if resume is None else resume[0]  # (a fresh sandbox from the checkpoint's files)
+        sandbox, given = self._start(task, image, live)
+        report: dict[str, Any] | None = None
+        try:
+            if self.cpuset:
+                pin_if_possible(sandbox, self.cpuset)
+            if task.service is not None:  # the grader's load generator, for the agent's visible seed
+                sandbox.write_files(kit_files(task.service))
+            more = self._checkpointing(task, live, scaffold, sandbox, limits, resume, job.image)
+            live.checkpoints = more.get("checkpoints")
+            driven = drive(scaffold, task, sandbox, model, limits, live, more)
+            collected = collect(sandbox, driven, self.conf.sandbox.max_patch_bytes)
+            if self.conf.grading.in_place and task.reward_check is not None and self.conf.grade != "none" \
+                    and not collected.killed:
+                # Harbor's way, as an option: verify in the agent's own container before it goes
+                from harness.grader.reward import grade_reward
+                report = grade_reward(task, collected.patch, image, self.conf.grading, self.sandboxes, task.id,
+                                      agents_box=sandbox)
+        finally:
+            live.sandbox = None
+            # Removing a container takes ~0.5 s: the worker goes on to its next rollout meanwhile (a crash or
+            # exit before it is done is covered by the provider's own exit hooks).
+            threading.Thread(target=_close_and_release, args=(sandbox, given), daemon=True).start()
+        late = late_calls.settle(model, driven.episode, driven.counted)  # (once the sandbox no longer matters)
+        record = self._record(task, live.index, driven.episode, model, collected.patch, started,
+                              attempts=job.attempts_before + live.attempt + 1)
+        conclude(record, driven, collected, live, given, late)
+        return RolloutResult(record, live.episode, report)
+
+    def _start(self, task: Task, image: str, live: Live) -> tuple[Sandbox, tuple[gpus.Gpu, ...]]:
+        """The attempt's sandbox, with the task's own GPUs (waits while others hold them)."""
+        given = self._lease_gpus(task, live)
         try:
             sandbox = self.sandboxes.start(image, self.conf.sandbox.limits().for_task(task.cpus, task.memory),
                                            labels={RUN_LABEL: self.run_id, "optrunner.task": task.id,
@@ -230,98 +253,7 @@ class RolloutRunner:
             gpus.machine_pool().release(given)
             raise
         live.sandbox, live.episode = sandbox, None
-        error: BaseException | None = None
-        report: dict[str, Any] | None = None
-        no_patch = ""  # why the container's change could not be read, when the agent broke its repository
-        too_large = ""  # why there is no patch when the change was over sandbox.max_patch_bytes
-        killed = ""  # how the sandbox's own processes ended it (SandboxKilledFromInside): the agent's outcome
-        try:
-            if self.cpuset:
-                pin_if_possible(sandbox, self.cpuset)
-            if task.service is not None:  # the grader's load generator, for the agent's visible seed
-                sandbox.write_files(kit_files(task.service))
-            produced: dict[str, Any] = {}
-
-            more = self._checkpointing(task, live, scaffold, sandbox, limits, resume, job.image)
-            live.checkpoints = more.get("checkpoints")
-
-            def loop() -> None:
-                try:
-                    produced["episode"] = scaffold.run(task, sandbox, model, limits, live.stop, **more)
-                except BaseException as exc:  # noqa: BLE001 - reported below, with its kind
-                    produced["error"] = exc
-
-            worker = threading.Thread(target=loop, name=f"rollout-{task.id}-{live.index}", daemon=True)
-            worker.start()
-            until = None if limits.wall_clock_s is None else time.monotonic() + limits.wall_clock_s + GRACE_S
-            while worker.is_alive():
-                worker.join(0.2)
-                if live.stop_reason == ExitReason.INTERRUPTED:  # Ctrl-C: don't wait for a step in flight
-                    raise Interrupted
-                if until is not None and time.monotonic() > until:  # overran its wall clock: stop it from outside
-                    live.stop_reason = live.stop_reason or ExitReason.TIME_LIMIT
-                    live.stop.set()
-                    worker.join(GRACE_S)
-                    break
-            if live.stop_reason == ExitReason.INTERRUPTED:
-                raise Interrupted
-            episode: Episode | None = produced.get("episode")  # (read once: an abandoned worker may end later)
-            counted = late_calls.given_up(model) if episode is None else None
-            live.episode = episode.to_dict() if episode else None  # (kept if retried)
-            error = produced.get("error")
-            if isinstance(error, SandboxKilledFromInside):
-                killed = str(error)
-            elif isinstance(error, SandboxError):
-                raise error
-            episode_patch = episode.patch if episode else None
-            # The scaffold's rule: the container's diff, or (mini_swe's upstream option) what it submitted.
-            try:
-                patch = sandbox.diff() if episode_patch is None else episode_patch
-            except PatchTooLarge as err:  # a generated file in the work tree: recorded, never read whole
-                patch, too_large = "", str(err)
-            except NoPatch as err:  # the agent broke its repository or git: its outcome, graded as no patch
-                patch, no_patch = "", str(err)
-            except SandboxKilledFromInside as err:  # gone with the sandbox its processes ended: graded as no patch
-                patch, killed = "", killed or str(err)
-            if len(patch.encode()) > self.conf.sandbox.max_patch_bytes:  # (a submitted one, mini_swe's rule)
-                patch, too_large = "", f"the submitted patch is over sandbox.max_patch_bytes " \
-                                       f"({self.conf.sandbox.max_patch_bytes} bytes)"
-            if self.conf.grading.in_place and task.reward_check is not None and self.conf.grade != "none" \
-                    and not killed:
-                # Harbor's way, as an option: verify in the agent's own container before it goes
-                from harness.grader.reward import grade_reward
-                report = grade_reward(task, patch, image, self.conf.grading, self.sandboxes, task.id,
-                                      agents_box=sandbox)
-        finally:
-            live.sandbox = None
-            # Removing a container takes ~0.5 s: the worker goes on to its next rollout meanwhile (a crash or
-            # exit before it is done is covered by the provider's own exit hooks).
-            threading.Thread(target=_close_and_release, args=(sandbox, given), daemon=True).start()
-        late, late_usage = late_calls.settle(model, episode, counted)  # (once the sandbox no longer matters)
-        record = self._record(task, live.index, episode, model, patch, started,
-                              attempts=job.attempts_before + live.attempt + 1)
-        if late is not None:
-            record.details["late_calls"] = late
-            record.usage = Usage.total([record.usage, late_usage])
-            record.cost_usd = record.usage.cost_usd if record.usage.cost_known else None
-        if no_patch:
-            record.details["no_patch"] = no_patch
-        if too_large:
-            record.details["patch_too_large"] = too_large
-        if given:
-            record.details["gpus"] = [gpu.record() for gpu in given]
-        if episode is None:
-            if error is not None:
-                record.exit_reason, record.exit_message = ExitReason.ERROR, redact(f"{type(error).__name__}: {error}")
-            else:
-                record.exit_reason, record.exit_message = ExitReason.TIME_LIMIT, STOPPED_WHY[ExitReason.TIME_LIMIT]
-        elif episode.exit_reason == ExitReason.INTERRUPTED and live.stop_reason:
-            record.exit_reason, record.exit_message = live.stop_reason, STOPPED_WHY.get(live.stop_reason, "")
-        if killed:  # whatever the episode said: the sandbox, and the change in it, ended with what the agent ran
-            record.details["sandbox_killed"] = killed
-            if record.exit_reason != ExitReason.SANDBOX_KILLED:
-                record.exit_reason, record.exit_message = ExitReason.SANDBOX_KILLED, f"sandbox: {killed}"
-        return RolloutResult(record, live.episode, report)
+        return sandbox, given
 
     def _resume_point(self, task: Task, live: Live, scaffold: Any) -> tuple[str, EpisodeState] | None:
         """The rollout's last checkpoint (its image, its state) where its scaffold continues one; None: step 0."""

@@ -24,6 +24,7 @@ from harness.models.loader import litellm_module
 from harness.models.records import CallRecord
 from harness.sandbox.interface import TaskImages
 from harness.sandbox.providers import HOST_PYTHON, ensure_each, provider
+from harness.tasks.task import Task
 from runner.checkpoints import CheckpointDir, checkpoint_dir
 from runner.config import ConfigError, RunConf
 from runner.executors.base import Context, Executor, Running, make_executor
@@ -150,6 +151,29 @@ class Runner:
                   "command is run again", flush=True)
         self.images = images
         importer.join()
+        planned, todo, done_before, again, spent = self._jobs(tasks, images)
+        # Once the images are known, on the first start (or a resume of one killed before this point): a run from
+        # before provenance was recorded gets none, since its finished rollouts ran somewhere unrecorded.
+        if not done_before and self.store.provenance() is None:
+            self.store.add_provenance(collect_provenance(self.conf, images, self.sandboxes))
+        if resuming:
+            print(f"resuming {self.store.root}: {len(done_before)} rollouts already finished, {len(todo)} to run"
+                  + (f" ({len(again)} of them infrastructure failures, run again)" if again else "")
+                  + (f"; {spent} infrastructure failures kept: their rollout_attempts={self.conf.rollout_attempts} are "
+                     "used up" if spent else "")
+                  + (f"; removed {removed} leftover containers" if removed else ""), flush=True)
+        if self.conf.budget.checkpoint_every and not keeps_checkpoints(self.conf.scaffold.name):
+            print(f"note: scaffold {self.conf.scaffold.id} keeps no checkpoints (an agent CLI's conversation is its "
+                  "own process's): an interrupted rollout starts again from step 0", flush=True)
+        self.grader = Grader(self.store, self.conf.grading, images, self.sandboxes, timing=self.executor.time_patches,
+                             retry_errors=self.conf.retry_errors)
+        self.tasks = {t.id: t for t in tasks}
+        return planned, todo, done_before
+
+    def _jobs(self, tasks: list[Task], images: dict[str, TaskImages]
+              ) -> tuple[list[Planned], list[RolloutJob], list[RolloutRecord], list[Any], int]:
+        """The plan against what is stored: the jobs to run (new rollouts, and infrastructure failures with
+        attempts left), the records kept, the failures run again and how many are kept with none left."""
         planned = plan([t for t in tasks if t.id in images], self.conf.rollouts)
         stored = [(p, self.store.rollout(p.task.id, p.index)) for p in planned]  # read each result file once
         # An infrastructure failure from before (the engine died, the provider was down) is run again, its
@@ -173,23 +197,7 @@ class Runner:
         done_before = [record for _, record in stored if record is not None
                        and (record.exit_reason not in retry or record.attempts >= self.conf.rollout_attempts)]
         self.recorded -= {record.key for _, record in again}  # their new records replace the old (last one wins)
-        # Once the images are known, on the first start (or a resume of one killed before this point): a run from
-        # before provenance was recorded gets none, since its finished rollouts ran somewhere unrecorded.
-        if not done_before and self.store.provenance() is None:
-            self.store.add_provenance(collect_provenance(self.conf, images, self.sandboxes))
-        if resuming:
-            print(f"resuming {self.store.root}: {len(done_before)} rollouts already finished, {len(todo)} to run"
-                  + (f" ({len(again)} of them infrastructure failures, run again)" if again else "")
-                  + (f"; {spent} infrastructure failures kept: their rollout_attempts={self.conf.rollout_attempts} are "
-                     "used up" if spent else "")
-                  + (f"; removed {removed} leftover containers" if removed else ""), flush=True)
-        if self.conf.budget.checkpoint_every and not keeps_checkpoints(self.conf.scaffold.name):
-            print(f"note: scaffold {self.conf.scaffold.id} keeps no checkpoints (an agent CLI's conversation is its "
-                  "own process's): an interrupted rollout starts again from step 0", flush=True)
-        self.grader = Grader(self.store, self.conf.grading, images, self.sandboxes, timing=self.executor.time_patches,
-                             retry_errors=self.conf.retry_errors)
-        self.tasks = {t.id: t for t in tasks}
-        return planned, todo, done_before
+        return planned, todo, done_before, again, spent
 
     def _check_model(self) -> CallRecord | None:
         """One minimal request before any container starts: a refused key or an unknown model stops the run

@@ -8,7 +8,7 @@ step; ISO 8601 timestamps; unique tool call ids in a step). The validator is sho
 The trajectories are the real scaffolds' own, made offline: a stored codeact run (tests/fixtures/run_a718ad9);
 mini_swe, codeact and terminus run with the scripted model, their commands answered by stand-ins for the
 container's processes, shell and tmux (the loops, prompts, parsing and step records are the real code); an
-installed agent's episode recorded by the gateway's real `Session`, fed requests as an agent CLI sends them.
+installed agent's episode recorded by the gateway handler (`RecordingHandler`), fed requests as an agent CLI sends them.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from runner.export import main as export_main
 from scaffolds.codeact.agent import CodeActScaffold
 from scaffolds.codeact.shell import ShellResult
 from scaffolds.episode import Submitted
-from scaffolds.installed.agent import Session
+from scaffolds.installed.agent import RecordingHandler
 from scaffolds.limits import Limits
 from scaffolds.mini_swe.agent import BASH_TOOL, SENTINEL, MiniSweScaffold
 from scaffolds.recorder import Recorder
@@ -266,12 +266,12 @@ def test_terminus_episodes_with_a_hand_off_export(task: Task, monkeypatch: pytes
     assert len(agent_steps(doc)) > len(keyed)  # the hand-off's calls run nothing
 
 
-def _installed(model: Model, agent: str) -> tuple[Recorder, Session]:
+def _installed(model: Model, agent: str) -> tuple[Recorder, RecordingHandler]:
     rec = Recorder(f"installed/{agent}", Box(), model, Limits(snapshot_every=0))  # type: ignore[arg-type]
     rec.details["agent"] = {"name": agent, "version": "1.2.3", "wire": "openai_chat", "registry": "npm",
                             "package": agent}
     rec.details["agent_logs"] = {"/root/log.txt": "long"}
-    return rec, Session(rec)
+    return rec, RecordingHandler(rec)
 
 
 def _call(name: str, command: str) -> dict[str, str]:

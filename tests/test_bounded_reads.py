@@ -12,7 +12,7 @@ import pytest
 from harness.grader.reward import REWARD_FILE_BYTES, REWARD_TXT, _rewards
 from harness.sandbox.interface import FileTooLarge, Sandbox
 from scaffolds.installed.agent import LOG_CAP, InstalledScaffold
-from scaffolds.installed.agents import AGENT_HOME
+from scaffolds.installed.specs import AGENT_HOME
 from tests.test_sandbox_conformance import box, name  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.docker

@@ -10,7 +10,7 @@ import pytest
 
 from harness.grader.config import MEASURED
 
-from scaffolds.installed.agents import agent_spec
+from scaffolds.installed.specs import agent_spec
 from scaffolds.installed.packages import Platform, launcher, refusal
 from tests.test_runner import containers_of, results, run_dir, runner
 

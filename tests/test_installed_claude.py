@@ -13,7 +13,7 @@ from harness.grader.config import MEASURED
 
 from harness.models.scripted import claude_code_replies
 from harness.models.scripted.replies import detect_format, render
-from scaffolds.installed.agents import Launch, agent_spec
+from scaffolds.installed.specs import Launch, agent_spec
 from tests.test_runner import containers_of, results, run_dir, runner
 
 CLAUDE = ("scaffold=installed/claude_code", "tasks=smoke", "tasks.ids=[rollstats]", "rollouts=1")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from scaffolds.installed import locks
-from scaffolds.installed.agents import AGENTS, agent_spec
+from scaffolds.installed.specs import AGENTS, agent_spec
 from scaffolds.installed.packages import STAMP, Platform, _verified, ensure_folder, installed_stamp
 
 

@@ -1,4 +1,4 @@
-"""The gateway's session for an installed agent (scaffolds.installed.agent.Session): tool results are recorded
+"""The gateway's session for an installed agent (scaffolds.installed.agent.RecordingHandler): tool results are recorded
 with the calls they answer, also when a side call (a session title) comes between."""
 from __future__ import annotations
 

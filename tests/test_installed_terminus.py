@@ -13,7 +13,7 @@ import pytest
 
 from harness.grader.config import MEASURED
 from scaffolds.installed import pythons
-from scaffolds.installed.agents import AgentSpec, agent_spec
+from scaffolds.installed.specs import AgentSpec, agent_spec
 from scaffolds.installed.packages import Platform, launcher, refusal
 from tests.test_runner import containers_of, results, run_dir, runner
 

@@ -152,7 +152,7 @@ def test_third_party_engines_stay_in_their_module(library: str, home: str) -> No
 
 
 def test_engine_bootstrap_needs_only_the_standard_library() -> None:
-    bootstrap = ("harness", "harness.sandbox", "harness.sandbox.interface", "harness.sandbox.docker",
+    bootstrap = ("harness", "harness.layout", "harness.sandbox", "harness.sandbox.interface", "harness.sandbox.docker",
                  "harness.sandbox.docker.engine")
     for module in bootstrap:
         for name in imports()[module]:

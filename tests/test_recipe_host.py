@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.sandbox.bwrap.recipe import Refused, read, system_packages
+from harness.sandbox.bwrap.recipe import NotReplayable, read, system_packages
 from harness.sandbox.taskimage.contents import DEFAULT_PATH
 from harness.dockerfile import substitute
 
@@ -88,7 +88,7 @@ def test_what_cannot_be_built_over_the_host_is_refused_in_one_line(tmp_path: Pat
     def lacks(packages: list[str]) -> list[str]:
         return [p for p in packages if p.startswith("linux-tools")]
 
-    with pytest.raises(Refused) as refused:
+    with pytest.raises(NotReplayable) as refused:
         read(context, lacks)
     assert says in str(refused.value) and "\n" not in str(refused.value), refused.value
 

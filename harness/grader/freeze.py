@@ -21,7 +21,7 @@ import posixpath
 import re
 from collections.abc import Iterable, Mapping
 
-from harness.sandbox.interface import Freezable, Sandbox
+from harness.sandbox.interface import TESTBED, Freezable, Sandbox
 
 # The tools the grader runs as root in a built container (isolation.py, states.py, reward.py) and what
 # every process loads: a build that changes one of them could fake any measure taken through it.
@@ -36,7 +36,7 @@ _STDLIB = re.compile(r"^/usr/(?:local/)?lib/python3[.\d]*/(?!(?:site|dist)-packa
 # Where a build writes as a matter of course: the repository (its own check), virtualenvs, installed
 # packages, byte code, and pip's and the compilers' caches in root's home (unreadable to test processes).
 # Matched by whole path components under these roots only: `/etc/profile.d/x.egg-info.sh` is none of them.
-INSTALL_ROOTS = ("/usr/", "/opt/", "/root/", "/home/", "/srv/", "/app/", "/testbed/", "/workspace/")
+INSTALL_ROOTS = ("/usr/", "/opt/", "/root/", "/home/", "/srv/", "/app/", f"{TESTBED}/", "/workspace/")
 INSTALL_DIRS = frozenset({".venv", "venv", "site-packages", "dist-packages", "__pycache__"})
 INSTALL_SUFFIXES = (".egg-info", ".egg-link", ".dist-info")
 CACHES = ("/root/.cache/", "/root/.cargo/", "/root/.rustup/", "/root/.npm/")
@@ -67,7 +67,7 @@ def tool_changes(changed: Iterable[str]) -> list[str]:
     return out
 
 
-def installed(path: str, workdir: str = "/testbed") -> bool:
+def installed(path: str, workdir: str = TESTBED) -> bool:
     """A path in an install location: a cache of root's, or under a known root (or the task's working
     directory) inside a virtualenv, a packages folder, byte code or a package's metadata."""
     if path.startswith(CACHES):

@@ -135,55 +135,19 @@ def _session(task: Task, items: list[tuple[int, str]], reports: list[dict[str, A
         reports[i]["status"], reports[i]["reason"] = status, reason
         open_.discard(i)
 
-    for i, code in items:  # what the diff alone shows, whatever the grading's outcome
-        try:
-            reasons, signals = static_review(code, task)
-        except UnreadablePatch as err:  # refused before any container starts: this patch's failure, not the batch's
-            reports[i].update(hack={"suspect": False, "reasons": [], "signals": []}, wall_time_s=0.0)
-            finish(i, "patch_failed", reason_of(StepFailed("reading the patch", str(err)), "patch"))
-            continue
-        reports[i]["hack"] = {"suspect": bool(reasons), "reasons": reasons, "signals": signals}
+    _review_diffs(task, items, reports, finish)
     items = [(i, code) for i, code in items if i in open_]  # the patches that can be read go on
     if not items:
         return
     given = gpus.machine_pool().acquire(task.gpus, task.gpu_types)  # a GPU task's session: its GPUs to itself
-    policy, gpu_runs = "", {}
+    policy, gpu_runs = "", dict[str, Any]()
     try:
         base, commit, patched = _prepare(task, items, images, config, reports, boxes, log, sandboxes, finish,
                                          given)
         if patched and task.service is not None:  # a service task: its servers measured instead of tests
             _serve(task, task.service, base, commit, patched, config, log, reports, finish, given)
         elif patched:
-            watch = Watch(given) if given else None  # NVML around every timed run of a GPU task
-            with ClockLock(given) as clocks:  # a GPU task's SM clock locked for its timing, where allowed
-                timed = time_session(task, base, commit, list(patched.values()), config, log, watch)
-            if watch is not None:
-                gpu_runs = watch.summary()
-                log(f"[{task.id}] GPU clocks: {clocks.policy}; {gpu_runs['runs']} timed runs, "
-                    f"{gpu_runs['redone']} run again after a slowdown, {gpu_runs['throttled']} throttled even so")
-                policy = clocks.policy
-            for i, state in patched.items():
-                if state.name in timed.failed:
-                    finish(i, "test_failed", reason_of(timed.failed[state.name], "patch"))
-                    continue
-                verdicts(reports[i], ["base", "patch", "commit"], {"base": timed.times["base"],
-                                                                   "patch": timed.times[state.name],
-                                                                   "commit": timed.paired[state.name]},
-                         base.tests, config)
-                reports[i]["score_source"] = "timed"  # the log-stretch of the timed speedups
-                reports[i]["visible_spec"] = _visible(reports[i], state, base, commit, timed, task, config)
-                reasons = _measured_review(reports[i], state, base, commit, timed, task)
-                if timed.gpu:  # each run's NVML readings (the base's, this patch's, the expert's), and
-                    # how many of them counted though the GPU slowed down in them (their second try too)
-                    seen = {"base": timed.gpu[base.name], "patch": timed.gpu[state.name],
-                            "commit": timed.gpu[commit.name]}
-                    reports[i]["gpu_runs"] = seen
-                    reports[i]["gpu_throttled_runs"] = sum(1 for per in seen.values() for runs in per.values()
-                                                           for run in runs if run["slowdowns"])
-                if reasons:
-                    finish(i, "hack_suspect", "; ".join(reasons))
-                else:
-                    finish(i, "passed", "")
+            policy, gpu_runs = _time(task, base, commit, patched, config, log, reports, finish, given)
     except Stop as stop:
         for i in list(open_):
             finish(i, stop.status, stop.reason)
@@ -207,6 +171,54 @@ def _session(task: Task, items: list[tuple[int, str]], reports: list[dict[str, A
     for i, _ in items:
         reports[i]["wall_time_s"] = round(wall / len(items), 2)  # this patch's share of the session
         reports[i]["session"] = session
+
+
+def _review_diffs(task: Task, items: list[tuple[int, str]], reports: list[dict[str, Any]],
+                  finish: Callable[[int, str, str], None]) -> None:
+    """What each diff alone shows (grader.guards), whatever the grading's outcome; a diff that cannot be
+    read fails before any container starts (this patch's failure, not the batch's)."""
+    for i, code in items:
+        try:
+            reasons, signals = static_review(code, task)
+        except UnreadablePatch as err:
+            reports[i].update(hack={"suspect": False, "reasons": [], "signals": []}, wall_time_s=0.0)
+            finish(i, "patch_failed", reason_of(StepFailed("reading the patch", str(err)), "patch"))
+            continue
+        reports[i]["hack"] = {"suspect": bool(reasons), "reasons": reasons, "signals": signals}
+
+
+def _time(task: Task, base: CodeState, commit: CodeState, patched: dict[int, CodeState], config: GradeConfig,
+          log: Log, reports: list[dict[str, Any]], finish: Callable[[int, str, str], None],
+          given: tuple[gpus.Gpu, ...]) -> tuple[str, dict[str, Any]]:
+    """The session's timing rounds and each patch's verdicts; returns the GPU clock policy and the GPU runs'
+    summary (empty for a CPU task)."""
+    policy, gpu_runs = "", dict[str, Any]()
+    watch = Watch(given) if given else None  # NVML around every timed run of a GPU task
+    with ClockLock(given) as clocks:  # a GPU task's SM clock locked for its timing, where allowed
+        timed = time_session(task, base, commit, list(patched.values()), config, log, watch)
+    if watch is not None:
+        gpu_runs = watch.summary()
+        log(f"[{task.id}] GPU clocks: {clocks.policy}; {gpu_runs['runs']} timed runs, "
+            f"{gpu_runs['redone']} run again after a slowdown, {gpu_runs['throttled']} throttled even so")
+        policy = clocks.policy
+    for i, state in patched.items():
+        if state.name in timed.failed:
+            finish(i, "test_failed", reason_of(timed.failed[state.name], "patch"))
+            continue
+        verdicts(reports[i], ["base", "patch", "commit"], {"base": timed.times["base"],
+                                                           "patch": timed.times[state.name],
+                                                           "commit": timed.paired[state.name]}, base.tests, config)
+        reports[i]["score_source"] = "timed"  # the log-stretch of the timed speedups
+        reports[i]["visible_spec"] = _visible(reports[i], state, base, commit, timed, task, config)
+        reasons = _measured_review(reports[i], state, base, commit, timed, task)
+        if timed.gpu:  # each run's NVML readings (the base's, this patch's, the expert's), and
+            # how many of them counted though the GPU slowed down in them (their second try too)
+            seen = {"base": timed.gpu[base.name], "patch": timed.gpu[state.name], "commit": timed.gpu[commit.name]}
+            reports[i]["gpu_runs"] = seen
+            reports[i]["gpu_throttled_runs"] = sum(1 for per in seen.values() for runs in per.values()
+                                                   for run in runs if run["slowdowns"])
+        finish(i, "hack_suspect" if reasons else "passed", "; ".join(reasons))
+    return policy, gpu_runs
 
 
 def _serve(task: Task, service: Service, base: CodeState, commit: CodeState, patched: dict[int, CodeState],
@@ -279,40 +291,46 @@ def _prepare(task: Task, items: list[tuple[int, str]], images: tuple[str, str], 
         commit = commit_eq.result()
     except StepFailed as err:  # the task itself is broken on this machine, not the rollout
         raise Stop("error", reason_of(err, "expert")) from None
-    patched: dict[int, CodeState] = {}
-    for i, _ in items:
-        try:
-            state = patch_fs[i].result()
-        except StepFailed as err:
-            finish(i, "patch_failed", reason_of(err, "patch"))
-            continue
-        except FenceError as err:  # its build left a container the grader cannot fence: the patch's doing
-            finish(i, "patch_failed", f"patch: after its build, {err}")
-            continue
-        except SandboxKilledFromInside as err:  # its build ended its own container: its doing, not regraded
-            finish(i, "patch_failed", f"patch: while it was applied and built, {err}")
-            continue
-        except SandboxError:
-            raise  # infrastructure: the session's
-        except Exception as err:  # noqa: BLE001 - this patch's error, not the session's or the run's
-            finish(i, "error", unexpected(err))
-            continue
-        reports[i]["patch_successfully_applied"] = True
-        try:
-            patch_eqs[i].result()
-        except StepFailed as err:
-            finish(i, "test_failed", reason_of(err, "patch"))
-            continue
-        except SandboxKilledFromInside as err:
-            finish(i, "test_failed", f"patch: its equivalence run ended its own container: {err}")
-            continue
-        except SandboxError:
-            raise
-        except Exception as err:  # noqa: BLE001
-            finish(i, "error", unexpected(err))
-            continue
-        patched[i] = state
+    patched = {i: state for i, _ in items
+               if (state := _patch_outcome(i, patch_fs[i], patch_eqs[i], reports, finish)) is not None}
     return base, commit, patched
+
+
+def _patch_outcome(i: int, started: Future[CodeState], checked: Future[Any], reports: list[dict[str, Any]],
+                   finish: Callable[[int, str, str], None]) -> CodeState | None:
+    """A patch's state once applied, built and checked for equivalence; None (its status given) when it
+    failed one of them. An infrastructure failure (SandboxError) is the session's: raised."""
+    try:
+        state = started.result()
+    except StepFailed as err:
+        finish(i, "patch_failed", reason_of(err, "patch"))
+        return None
+    except FenceError as err:  # its build left a container the grader cannot fence: the patch's doing
+        finish(i, "patch_failed", f"patch: after its build, {err}")
+        return None
+    except SandboxKilledFromInside as err:  # its build ended its own container: its doing, not regraded
+        finish(i, "patch_failed", f"patch: while it was applied and built, {err}")
+        return None
+    except SandboxError:
+        raise  # infrastructure: the session's
+    except Exception as err:  # noqa: BLE001 - this patch's error, not the session's or the run's
+        finish(i, "error", unexpected(err))
+        return None
+    reports[i]["patch_successfully_applied"] = True
+    try:
+        checked.result()
+    except StepFailed as err:
+        finish(i, "test_failed", reason_of(err, "patch"))
+        return None
+    except SandboxKilledFromInside as err:
+        finish(i, "test_failed", f"patch: its equivalence run ended its own container: {err}")
+        return None
+    except SandboxError:
+        raise
+    except Exception as err:  # noqa: BLE001
+        finish(i, "error", unexpected(err))
+        return None
+    return state
 
 
 def _measured_review(report: dict[str, Any], state: CodeState, base: CodeState, commit: CodeState,

@@ -37,6 +37,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from harness.grader.isolation import Outside
 from harness.grader.patch_paths import read_section, sections
 from harness.tasks.task import Task
+from harness.sandbox.interface import TESTBED
 
 PROTECTED = ("sitecustomize.py", "*/sitecustomize.py", "usercustomize.py", "*/usercustomize.py", "site.py",
              "*.pth", "perfkit.py", "*/perfkit.py", "gpukit.py", "*/gpukit.py")
@@ -230,7 +231,7 @@ def protected_paths(paths: Iterable[str], task: Task) -> list[str]:
     (by name anywhere, and everything where they are copied when that is inside the repository)."""
     tests = {posixpath.basename(name) for name, _ in task.hidden_files if name.startswith("test")} | \
         set(task.test_names)
-    workdir = (task.workdir or "/testbed").rstrip("/") + "/"
+    workdir = (task.workdir or TESTBED).rstrip("/") + "/"
     inside = task.test_dir.rstrip("/") + "/"
     test_globs = (f"{inside.removeprefix(workdir)}*",) if inside.startswith(workdir) else ()
     globs = PROTECTED + test_globs + task.protected

@@ -135,59 +135,11 @@ def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig,
         if not report["patch_exists"]:
             report.update(status="empty_patch", reason="the patch is empty")
             return report
-        if agents_box is not None:
-            box = agents_box
-        else:
-            try:  # read whole first: text git would apply that no check reads is refused (grader.patch_paths)
-                for section in sections(patch or ""):
-                    read_section(section)
-            except UnreadablePatch as err:
-                report.update(status="patch_failed", reason=f"reading the patch failed: {err}")
-                return report
-            box = start("patch")
-            assert patch is not None  # (patch_exists: a non-empty patch)
-            box.write_file(PATCH_PATH, with_final_newline(patch))
-            applied = harness_exec(box, f"git apply --binary --whitespace=nowarn {PATCH_PATH}", timeout=300,
-                                   cwd=box.workdir)
-            if applied.exit_code != 0:
-                report.update(status="patch_failed", reason=f"git apply failed: {applied.output.strip()[-600:]}")
-                return report
+        box = agents_box if agents_box is not None else _patched_box(patch, start, report)
+        if box is None:
+            return report
         report["patch_successfully_applied"] = True
-        log(f"[{task.id}] verifier: /tests/test.sh (timeout {check.timeout:g} s)")
-        first = verify(box, check)
-        report["verifier_exit_code"], report["verifier_s"] = first.run.exit_code, round(first.run.duration, 2)
-        report["verifier_output"] = first.run.output[-2000:]
-        report["reward_extras"] = first.extras
-        if first.run.timed_out:
-            report.update(status="verifier_timeout",
-                          reason=f"the verifier ran over its {check.timeout:g} s ([verifier].timeout_sec"
-                                 f"{_times(config.verifier_timeout_multiplier)})")
-            return report
-        if first.reward is None:  # (a process left running may have been rewriting it as it was read)
-            report.update(status="no_reward", reason=first.why)
-            if reasons := survivor_review({"patch": set(first.survivors)}):
-                report.update(reason=f"{first.why}; {reasons[0]}", hack={"suspect": True, "reasons": reasons})
-            return report
-        report.update(status="passed", reason="", reward=first.reward, score=first.reward, test_passed=True,
-                      opt_base=first.reward > 0, opt_commit=first.reward >= config.success, score_source="reward")
-        goal = objective(dict(check.optimization))
-        survivors: dict[str, set[str]] = {"patch": set(first.survivors)}
-        if task.service is not None and first.reward < config.success:  # the gate: no server measured
-            report.update(status="test_failed", score=0.0, opt_base=False, opt_commit=False, test_passed=False,
-                          reason=f"the verifier's reward {first.reward:g} is below grading.success "
-                                 f"{config.success:g}: a service task's server is measured only once it passes")
-        elif task.service is not None:  # the reward was the gate; the verdicts are its server's (reward_serving)
-            grade_service(task, task.service, patch or "", start, config, log, report, given)
-        elif goal is not None and config.calibrate != "never":
-            calibration = _calibrate(task, check, goal, box, first, start, config, log, survivors)
-            report["calibration"] = calibration
-            if calibration.get("score") is not None:
-                score = calibration["score"]
-                report.update(score=score, score_source="calibrated", opt_base=score > 0,
-                              opt_commit=calibration["reaches_reference"],
-                              uncertain={"opt_commit": calibration["uncertain"]})
-        if reasons := survivor_review(survivors):
-            report.update(status="hack_suspect", reason="; ".join(reasons), hack={"suspect": True, "reasons": reasons})
+        _verify_and_score(task, check, box, patch, start, config, log, report, given)
         return report
     except PinsChanged as err:  # before the first verification, or before a later round (calibration)
         report.update(status="instruction_violation", reason=str(err), score=0.0, reward=None, opt_base=False,
@@ -206,6 +158,66 @@ def grade_reward(task: Task, patch: str | None, image: str, config: GradeConfig,
                 pass
         gpus.machine_pool().release(given)
         report["wall_time_s"] = round(time.monotonic() - started, 2)
+
+
+def _patched_box(patch: str | None, start: Callable[[str], Sandbox], report: dict[str, Any]) -> Sandbox | None:
+    """A fresh sandbox with the patch applied; None (the report says why) when it cannot be read or applied."""
+    try:  # read whole first: text git would apply that no check reads is refused (grader.patch_paths)
+        for section in sections(patch or ""):
+            read_section(section)
+    except UnreadablePatch as err:
+        report.update(status="patch_failed", reason=f"reading the patch failed: {err}")
+        return None
+    box = start("patch")
+    assert patch is not None  # (patch_exists: a non-empty patch)
+    box.write_file(PATCH_PATH, with_final_newline(patch))
+    applied = harness_exec(box, f"git apply --binary --whitespace=nowarn {PATCH_PATH}", timeout=300, cwd=box.workdir)
+    if applied.exit_code != 0:
+        report.update(status="patch_failed", reason=f"git apply failed: {applied.output.strip()[-600:]}")
+        return None
+    return box
+
+
+def _verify_and_score(task: Task, check: RewardCheck, box: Sandbox, patch: str | None,
+                      start: Callable[[str], Sandbox], config: GradeConfig, log: Any, report: dict[str, Any],
+                      given: tuple[gpus.Gpu, ...]) -> None:
+    """The first verification gives the reward; a service task's server, or the task's own metric measured
+    against its anchors here (calibration), may then give the score. Fills in `report`."""
+    log(f"[{task.id}] verifier: /tests/test.sh (timeout {check.timeout:g} s)")
+    first = verify(box, check)
+    report["verifier_exit_code"], report["verifier_s"] = first.run.exit_code, round(first.run.duration, 2)
+    report["verifier_output"] = first.run.output[-2000:]
+    report["reward_extras"] = first.extras
+    if first.run.timed_out:
+        report.update(status="verifier_timeout",
+                      reason=f"the verifier ran over its {check.timeout:g} s ([verifier].timeout_sec"
+                             f"{_times(config.verifier_timeout_multiplier)})")
+        return
+    if first.reward is None:  # (a process left running may have been rewriting it as it was read)
+        report.update(status="no_reward", reason=first.why)
+        if reasons := survivor_review({"patch": set(first.survivors)}):
+            report.update(reason=f"{first.why}; {reasons[0]}", hack={"suspect": True, "reasons": reasons})
+        return
+    report.update(status="passed", reason="", reward=first.reward, score=first.reward, test_passed=True,
+                  opt_base=first.reward > 0, opt_commit=first.reward >= config.success, score_source="reward")
+    goal = objective(dict(check.optimization))
+    survivors: dict[str, set[str]] = {"patch": set(first.survivors)}
+    if task.service is not None and first.reward < config.success:  # the gate: no server measured
+        report.update(status="test_failed", score=0.0, opt_base=False, opt_commit=False, test_passed=False,
+                      reason=f"the verifier's reward {first.reward:g} is below grading.success "
+                             f"{config.success:g}: a service task's server is measured only once it passes")
+    elif task.service is not None:  # the reward was the gate; the verdicts are its server's (reward_serving)
+        grade_service(task, task.service, patch or "", start, config, log, report, given)
+    elif goal is not None and config.calibrate != "never":
+        calibration = _calibrate(task, check, goal, box, first, start, config, log, survivors)
+        report["calibration"] = calibration
+        if calibration.get("score") is not None:
+            score = calibration["score"]
+            report.update(score=score, score_source="calibrated", opt_base=score > 0,
+                          opt_commit=calibration["reaches_reference"],
+                          uncertain={"opt_commit": calibration["uncertain"]})
+    if reasons := survivor_review(survivors):
+        report.update(status="hack_suspect", reason="; ".join(reasons), hack={"suspect": True, "reasons": reasons})
 
 
 @dataclass(frozen=True)
@@ -268,10 +280,7 @@ def _calibrate(task: Task, check: RewardCheck, goal: Objective, patch_box: Sandb
         return _metric(done, goal)
 
     def no_metric(which: str, state: str) -> dict[str, Any]:
-        run = last[state].run  # (why it has none: the verifier's timeout, or how it ended)
-        outcome = (f"it ran past the verifier's {check.timeout:g} s" if run.timed_out else
-                   f"exit {run.exit_code}: {(run.output.strip().splitlines() or [''])[-1][:160]}")
-        return {"score": None, "reason": f"{which} run reported no numeric {goal.metric!r} ({outcome})"}
+        return _no_metric(which, last[state].run, check.timeout, goal.metric)
 
     value, where = read_metric(first.extras, goal.metric)
     if value is None:
@@ -307,16 +316,26 @@ def _calibrate(task: Task, check: RewardCheck, goal: Objective, patch_box: Sandb
     warm["reference"] = got
     values: dict[str, list[float]] = ({state: [] for state in states} if rounds else  # timed: warm-ups left out
                                       {"base": [warm["base"]], "patch": [value], "reference": [warm["reference"]]})
-    # rotations that keep the patch and the reference back to back, each state first and last in turn
-    orders = (("base", "patch", "reference"), ("patch", "reference", "base"), ("base", "reference", "patch"),
-              ("reference", "patch", "base"))
     for r in range(rounds):
-        for state in orders[r % len(orders)]:
+        for state in ORDERS[r % len(ORDERS)]:
             if (got := measure(state)) is None:
                 return no_metric(f"a {state}", state)
             values[state].append(got)
     return {**calibrate(values, goal, config.p, config.bootstrap, config.seed), "read_from": where,
             "measured_because": depends}
+
+
+# The calibration's rounds: rotations that keep the patch and the reference back to back, each state first and
+# last in turn.
+ORDERS = (("base", "patch", "reference"), ("patch", "reference", "base"), ("base", "reference", "patch"),
+          ("reference", "patch", "base"))
+
+
+def _no_metric(which: str, run: ExecResult, timeout: float, metric: str) -> dict[str, Any]:
+    """Why a state has no metric: the verifier's timeout, or how it ended."""
+    outcome = (f"it ran past the verifier's {timeout:g} s" if run.timed_out else
+               f"exit {run.exit_code}: {(run.output.strip().splitlines() or [''])[-1][:160]}")
+    return {"score": None, "reason": f"{which} run reported no numeric {metric!r} ({outcome})"}
 
 
 _KEPT = ("{} repeated exactly on the untouched environment ({:g} twice): a deterministic metric keeps the "

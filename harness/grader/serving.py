@@ -32,7 +32,7 @@ from harness.grader.states import CodeState, StepFailed, Stop, env_prefix, reaso
 from harness.grader.timing import RATIOS, bootstrap, estimates
 from harness.gpus import Gpu
 from harness.gpus.clocks import compute_pids
-from harness.sandbox.interface import Connectable, ExecResult, SandboxError, harness_exec
+from harness.sandbox.interface import TESTBED, Connectable, ExecResult, SandboxError, harness_exec
 from harness.serving.client import Endpoint, run_sync
 from harness.serving.metrics import RequestRecord, as_cost, summarize
 from harness.serving.spec import Service
@@ -71,7 +71,7 @@ def _probe(box: Connectable, service: Service) -> bool:
 
 def _start_command(state: CodeState, service: Service, lifetime_s: float) -> str:
     env = {**state.env, **dict(service.env)}
-    workdir = state.task.workdir or "/testbed"
+    workdir = state.task.workdir or TESTBED
     # timeout(1) caps the server's life whatever the grader does; exec: the server is the fenced process
     command = (f"{env_prefix(env)}cd {shlex.quote(workdir)} && exec timeout -s KILL {lifetime_s:.0f} "
                f"bash -c {shlex.quote(service.start)}")
@@ -277,25 +277,7 @@ def serve_rounds(task_id: str, service: Service, base: CodeState, commit: CodeSt
         if first and state is not base and state is not commit:  # (the gap is reported for patches)
             extra.append((workload, generate(workload, service.visible_seed)))
         done = launch(state, service, generate(workload, seed), warmup, extra, client_cpus, gpus)
-        summary = summarize(done.records)
-        failed = [r for r in done.records if not r.ok]
-        if failed:
-            raise StepFailed("the workload", f"{len(failed)} of {len(done.records)} requests failed: "
-                                             f"{failed[0].error}\n{done.output}")
-        for metric in service.reported:
-            if metric not in summary.values:
-                raise StepFailed("the workload", f"its responses define no {metric} (one token each?)")
-            out.values[state.name][metric].append(summary.values[metric])
-        out.runs[state.name].append({"seed": seed, "ready_s": done.ready_s, "completed": summary.completed,
-                                     "short": summary.short, "duration_s": round(summary.duration_s, 4),
-                                     **({"gpu_leftovers": done.gpu_leftovers} if gpus else {})})
-        answers[state.name] += [r.text for r in done.records]
-        if first:
-            asked, *mine = done.after
-            answers[state.name] += [r.text for r in asked]
-            own = summarize(mine[0]).values.get(service.primary) if mine else None
-            if own is not None:
-                out.visible[state.name] = own
+        _record(out, answers[state.name], state.name, seed, done, service, bool(gpus), first)
 
     for r, seed in enumerate(seeds):
         live = [s for s in states if s.name not in out.failed]
@@ -307,7 +289,41 @@ def serve_rounds(task_id: str, service: Service, base: CodeState, commit: CodeSt
                 if state is base or state is commit:
                     raise Stop("base_failed" if state is base else "error", reason_of(err, state.name)) from None
                 out.failed[state.name] = err
+    _quality_gate(out, answers, base, commit, patches, service)
+    return out
+
+
+def _record(out: ServedRounds, answers: list[str], name: str, seed: int, done: Any, service: Service,
+            on_gpus: bool, first: bool) -> None:
+    """One launch's measurements into `out` and its answers into `answers`; StepFailed when a request failed
+    or the responses define a reported metric not."""
+    summary = summarize(done.records)
+    failed = [r for r in done.records if not r.ok]
+    if failed:
+        raise StepFailed("the workload", f"{len(failed)} of {len(done.records)} requests failed: "
+                                         f"{failed[0].error}\n{done.output}")
+    for metric in service.reported:
+        if metric not in summary.values:
+            raise StepFailed("the workload", f"its responses define no {metric} (one token each?)")
+        out.values[name][metric].append(summary.values[metric])
+    out.runs[name].append({"seed": seed, "ready_s": done.ready_s, "completed": summary.completed,
+                           "short": summary.short, "duration_s": round(summary.duration_s, 4),
+                           **({"gpu_leftovers": done.gpu_leftovers} if on_gpus else {})})
+    answers += [r.text for r in done.records]
+    if first:
+        asked, *mine = done.after
+        answers += [r.text for r in asked]
+        own = summarize(mine[0]).values.get(service.primary) if mine else None
+        if own is not None:
+            out.visible[name] = own
+
+
+def _quality_gate(out: ServedRounds, answers: dict[str, list[str]], base: CodeState, commit: CodeState,
+                  patches: list[CodeState], service: Service) -> None:
+    """Each server served the work asked for, and the same answers as the base's (within the task's
+    `quality`); one that did not fails (the expert's ends the session)."""
     reference = answers[base.name]
+    states = [base, commit, *patches]
     for state in states:
         if state.name not in out.failed and len(answers[state.name]) == len(reference):
             out.quality[state.name] = differing_words(answers[state.name], reference)
@@ -327,4 +343,3 @@ def serve_rounds(task_id: str, service: Service, base: CodeState, commit: CodeSt
             raise Stop("error", reason_of(bad, "expert"))
         if bad is not None:
             out.failed[state.name] = bad
-    return out

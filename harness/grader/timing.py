@@ -64,55 +64,105 @@ def time_session(task: Task, base: CodeState, commit: CodeState, patches: list[C
                  log: Log, watch: Watch | None = None) -> SessionTimes:
     """Time a session's states in rounds. A failing base or expert run ends the session (Stop). With a
     `watch` (a GPU task's session), NVML looks at every run: one the GPU slowed down is run again once."""
-    tests = base.tests
+    session = _Session(task, base, commit, patches, watch, log)
     rounds = min(config.rounds, task.runs_per_test or config.rounds)  # a task may cap them (GSO's slow repos)
-    states = (base, commit, *patches)
-    out = SessionTimes(times={s.name: {t: [] for t in tests} for s in states},
-                       paired={p.name: {t: [] for t in tests} for p in patches},
-                       outside={s.name: {t: [] for t in tests} for s in states},
-                       gpu={s.name: {t: [] for t in tests} for s in states} if watch else {})
-    failed = out.failed
+    log(f"[{task.id}] timing: {rounds} rounds x {len(base.tests)} tests, {len(patches)} patch(es) ({config.mode})")
+    if config.mode == "interleaved":
+        session.interleaved(rounds)
+    else:  # GSO: all base runs, then all patch runs, then all expert runs
+        session.gso(rounds)
+    return session.out
 
-    def timed(state: CodeState, test: str) -> TestRun:
+
+class _Session:
+    """One session's timing rounds (time_session): the states, what was measured so far (`out`)."""
+
+    def __init__(self, task: Task, base: CodeState, commit: CodeState, patches: list[CodeState],
+                 watch: Watch | None, log: Log) -> None:
+        self.task, self.base, self.commit, self.patches, self.watch, self.log = task, base, commit, patches, watch, log
+        tests, states = base.tests, (base, commit, *patches)
+        self.out = SessionTimes(times={s.name: {t: [] for t in tests} for s in states},
+                                paired={p.name: {t: [] for t in tests} for p in patches},
+                                outside={s.name: {t: [] for t in tests} for s in states},
+                                gpu={s.name: {t: [] for t in tests} for s in states} if watch else {})
+        self.failed = self.out.failed
+
+    def interleaved(self, rounds: int) -> None:
+        base, commit, tests = self.base, self.commit, self.base.tests
+        for r in range(rounds):
+            self.intact((base, commit, *self.patches), f"before round {r + 1}")
+            for i, test in enumerate(tests):
+                live = [p for p in self.patches if p.name not in self.failed]
+                for group in interleaved_order(base, commit, live, r * len(tests) + i):
+                    expert_time = None
+                    for state in group:
+                        value = self.run(state, test)
+                        if state is commit:
+                            expert_time = value
+                    for state in group:
+                        if state is not base and state is not commit and state.name not in self.failed:
+                            # (expert_time is set: a group with a patch holds the expert's run)
+                            self.out.paired[state.name][test].append(expert_time)  # type: ignore[arg-type]
+            if base.visible is not None:
+                self.visible_slot(r)
+
+    def gso(self, rounds: int) -> None:
+        for state in (self.base, *self.patches, self.commit):
+            self.intact((state,), "before its rounds")
+            for test in self.base.tests:
+                for _ in range(rounds):
+                    self.run(state, test)
+            for _ in range(rounds if self.base.visible is not None else 0):
+                self.seen(state)
+        self.out.paired = {p.name: self.out.times[self.commit.name] for p in self.patches}
+        self.out.visible_paired = {p.name: list(self.out.visible.get(self.commit.name, [])) for p in self.patches}
+
+    def timed(self, state: CodeState, test: str) -> TestRun:
         # Every timed run is a checked run, as GSO's patch runs are: its result is compared with the base's
         # reference after the clock stops (the base's with its own). So no run a patch can tell apart from
         # the checked ones (argv, environment, the files it sees are the same) is left to skip the work in.
-        if watch is None:
+        task = self.task
+        if self.watch is None:
             return run_test_script(state, test, CHECKED, task.test_timeout)
-        done, seen = watch.run(lambda: run_test_script(state, test, CHECKED, task.test_timeout),
-                               lambda message: log(f"[{task.id}] {state.name} {test}: {message}"))
-        out.gpu[state.name][test].append(seen.record())
+        done, seen = self.watch.run(lambda: run_test_script(state, test, CHECKED, task.test_timeout),
+                                    lambda message: self.log(f"[{task.id}] {state.name} {test}: {message}"))
+        self.out.gpu[state.name][test].append(seen.record())
         if done.outside is not None and seen.busy_s is not None:
             done = replace(done, outside=replace(done.outside, gpu_busy=seen.busy_s))
         return done
 
-    def run(state: CodeState, test: str) -> float | None:
-        if state.name in failed:
+    def run(self, state: CodeState, test: str) -> float | None:
+        if state.name in self.failed:
             return None
         try:
-            done = timed(state, test)
+            done = self.timed(state, test)
         except (StepFailed, SandboxKilledFromInside) as caught:  # (the latter: a test run as root, unfenced)
             err = caught if isinstance(caught, StepFailed) else \
                 StepFailed(f"test {test}", f"it ended its own container: {caught}")
-            if state is base or state is commit:
-                raise Stop("base_failed" if state is base else "error", reason_of(err, state.name)) from None
-            failed[state.name] = err
+            self._fail(state, err)
             return None
-        out.times[state.name][test].append(done.reported)
-        if state is base:
-            out.calls[test] = done.calls
+        self.out.times[state.name][test].append(done.reported)
+        if state is self.base:
+            self.out.calls[test] = done.calls
         if done.outside is not None:
-            out.outside[state.name][test].append(done.outside)
+            self.out.outside[state.name][test].append(done.outside)
         return done.reported
 
-    def seen(state: CodeState) -> float | None:
+    def _fail(self, state: CodeState, err: StepFailed) -> None:
+        """A patch's failure drops it from the later rounds; the base's or the expert's ends the session."""
+        if state is self.base or state is self.commit:
+            raise Stop("base_failed" if state is self.base else "error", reason_of(err, state.name)) from None
+        self.failed[state.name] = err
+
+    def seen(self, state: CodeState) -> float | None:
         """A run of the visible workload: a diagnostic, so its failure stops that state's visible runs only.
         Its time is bounded by the hidden tests' (visible_budget): a spec script that sleeps or loops must not
         make a grading many times longer than its tests."""
-        stopped = {state.name, base.name, commit.name} & set(out.visible_failed)
-        if state.visible is None or state.name in failed or stopped:
+        out = self.out
+        stopped = {state.name, self.base.name, self.commit.name} & set(out.visible_failed)
+        if state.visible is None or state.name in self.failed or stopped:
             return None  # (without the base's or the expert's runs, no patch has a gap: none run on)
-        budget = visible_budget(out.times[base.name], task.test_timeout)
+        budget = visible_budget(out.times[self.base.name], self.task.test_timeout)
         try:
             done = run_test_script(state, state.visible, None, budget)
         except (StepFailed, SandboxKilledFromInside) as err:
@@ -124,60 +174,26 @@ def time_session(task: Task, base: CodeState, commit: CodeState, patches: list[C
         out.visible.setdefault(state.name, []).append(done.reported)
         return done.reported
 
-    def visible_slot(r: int) -> None:
-        live = [p for p in patches if p.name not in failed]
-        for group in interleaved_order(base, commit, live, r):
+    def visible_slot(self, r: int) -> None:
+        live = [p for p in self.patches if p.name not in self.failed]
+        for group in interleaved_order(self.base, self.commit, live, r):
             expert_time = None
             for state in group:
-                value = seen(state)
-                expert_time = value if state is commit else expert_time
+                value = self.seen(state)
+                expert_time = value if state is self.commit else expert_time
             for state in group:
-                if state is not base and state is not commit:
-                    out.visible_paired.setdefault(state.name, []).append(expert_time)
+                if state is not self.base and state is not self.commit:
+                    self.out.visible_paired.setdefault(state.name, []).append(expert_time)
 
-    def intact(group: tuple[CodeState, ...], when: str) -> None:
+    def intact(self, group: tuple[CodeState, ...], when: str) -> None:
         """The hidden files as copied in, or a state's run fails as tampering (grader.freeze). The states
         are read at once: each check is a transfer from the engine, and nothing is timed meanwhile."""
-        live = [s for s in group if s.name not in failed]
+        live = [s for s in group if s.name not in self.failed]
         with ThreadPoolExecutor(max(1, len(live)), thread_name_prefix="grade-check") as pool:
             outcomes = list(pool.map(lambda s: _tampered(s, when), live))
         for state, err in zip(live, outcomes):
-            if err is None:
-                continue
-            if state is base or state is commit:
-                raise Stop("base_failed" if state is base else "error", reason_of(err, state.name)) from None
-            failed[state.name] = err
-
-    if config.mode == "interleaved":
-        log(f"[{task.id}] timing: {rounds} rounds x {len(tests)} tests, {len(patches)} patch(es) (interleaved)")
-        for r in range(rounds):
-            intact(states, f"before round {r + 1}")
-            for i, test in enumerate(tests):
-                live = [p for p in patches if p.name not in failed]
-                for group in interleaved_order(base, commit, live, r * len(tests) + i):
-                    expert_time = None
-                    for state in group:
-                        value = run(state, test)
-                        if state is commit:
-                            expert_time = value
-                    for state in group:
-                        if state is not base and state is not commit and state.name not in failed:
-                            # (expert_time is set: a group with a patch holds the expert's run)
-                            out.paired[state.name][test].append(expert_time)  # type: ignore[arg-type]
-            if base.visible is not None:
-                visible_slot(r)
-    else:  # GSO: all base runs, then all patch runs, then all expert runs
-        log(f"[{task.id}] timing: {rounds} rounds x {len(tests)} tests, {len(patches)} patch(es) (gso)")
-        for state in (base, *patches, commit):
-            intact((state,), "before its rounds")
-            for test in tests:
-                for _ in range(rounds):
-                    run(state, test)
-            for _ in range(rounds if base.visible is not None else 0):
-                seen(state)
-        out.paired = {p.name: out.times[commit.name] for p in patches}
-        out.visible_paired = {p.name: list(out.visible.get(commit.name, [])) for p in patches}
-    return out
+            if err is not None:
+                self._fail(state, err)
 
 
 def visible_budget(base_times: dict[str, list[float]], test_timeout: float | None) -> float:

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
-TESTBED = "/testbed"
+from harness.layout import TESTBED as TESTBED  # (re-exported: the providers' and the grader's name for it)
 # Paths left out of every diff (tooling and build output, not source), as GSO and OpenHands do.
 DIFF_EXCLUDES = (".venv", ".git", "__pycache__", "*.egg-info", "*.pyc")
 # The same paths as globs over a repository-relative path (GSO's exclusions for patches).

@@ -56,9 +56,8 @@ class _Fields:
         return tuple(value)
 
 
-def load_task(path: Path) -> Task:
-    path = Path(path)
-    where = f"task {path.name!r}"  # repr: a folder name with a newline still gives one line
+def _read_yaml(path: Path, where: str) -> dict[str, Any]:
+    """task.yaml as a mapping; TaskError (one line, with the line of a YAML error) otherwise."""
     yaml_path = path / "task.yaml"
     if not yaml_path.is_file():
         raise TaskError(f"{where}: missing file task.yaml in {path}")
@@ -70,6 +69,13 @@ def load_task(path: Path) -> Task:
         raise TaskError(f"{where}: task.yaml is not valid YAML{line}: {getattr(err, 'problem', err)}") from None
     if not isinstance(raw, dict):
         raise TaskError(f"{where}: task.yaml should be a mapping of fields (id, repo, api, ...)")
+    return raw
+
+
+def load_task(path: Path) -> Task:
+    path = Path(path)
+    where = f"task {path.name!r}"  # repr: a folder name with a newline still gives one line
+    raw = _read_yaml(path, where)
     f = _Fields(where, raw)
     task_id = check_id(f"{where}: field 'id'", f.get("id", str, "a string such as 'spanindex'"))
     if not ID_PATTERN.fullmatch(task_id):  # the suite's own, stricter rule (lower case)

@@ -26,7 +26,7 @@ from typing import Any, TypedDict
 from urllib.parse import urlparse
 
 from harness.tasks.ids import check_id
-from harness.tasks.task import IMAGE_POLICIES, NETWORK_POLICIES, Task, TaskError
+from harness.tasks.task import IMAGE_POLICIES, NETWORK_POLICIES, TESTBED, Task, TaskError
 
 HUB_DATASET = "gso-bench/gso"
 REGISTRY = "slimshetty/gso"  # GSO's images on Docker Hub, tagged gso.eval.<arch>.<id lower>
@@ -220,7 +220,7 @@ def to_task(row: dict[str, Any], options: GsoOptions = GsoOptions()) -> Task:
         description=row["hints_text"] if options.hints else "", tags=("gso",), source="gso",
         base_commit=row["base_commit"], opt_commit=row["opt_commit"], repo_url=repo_url(repo, options.mirror),
         prebuilt_image=image_key(row), registry_image=registry_image(row), image_policy=options.image,
-        agent_hides=("/eval.sh",), test_dir="/", test_cwd="/testbed", test_python="/testbed/.venv/bin/python",
+        agent_hides=("/eval.sh",), test_dir="/", test_cwd=TESTBED, test_python=f"{TESTBED}/.venv/bin/python",
         test_timeout=timeout, runs_per_test=options.runs_per_test or GSO_RUNS_PER_TEST.get(repo),
         network=options.network, cpus=options.cpus or needs["cpus"], memory=options.memory or needs["memory"],
         build_timeout=needs["build_timeout"],

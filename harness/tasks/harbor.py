@@ -23,7 +23,7 @@ from typing import Any
 
 from harness import gpus
 from harness.dockerfile import read
-from harness.serving.spec import ServiceError, load_service
+from harness.serving.spec import Service, ServiceError, load_service
 from harness.tasks.ids import check_id
 from harness.tasks.task import RewardCheck, Task, TaskError, refuse_links_out
 
@@ -88,15 +88,8 @@ def _files(folder: Path) -> tuple[tuple[str, bytes, int], ...]:
                  for p in sorted(folder.rglob("*")) if p.is_file())
 
 
-def load_task(folder: Path, warn: Warn, named: bool = False) -> Task | None:
-    """One task directory; None when it is skipped (it needs GPUs this machine lacks; refused instead when
-    the user `named` it), TaskError when it is malformed."""
-    # The directory's name is the task's id: that of the directory itself (`tasks.path=.` or `sub/..` name
-    # the folder they point to, not "." or ".."), refused before anything else is read.
-    task_id = check_id(f"Harbor task directory in {str(folder.parent)!r}", os.path.basename(os.path.abspath(folder)))
-    where = str(folder)
-    refuse_links_out(folder, where)
-    toml_path = folder / "task.toml"
+def _read_config(toml_path: Path, where: str) -> dict[str, Any]:
+    """task.toml, its tables checked to be tables."""
     try:
         config = tomllib.loads(toml_path.read_text())
     except FileNotFoundError:
@@ -106,6 +99,36 @@ def load_task(folder: Path, warn: Warn, named: bool = False) -> Task | None:
     for table in ("metadata", "agent", "verifier", "environment", "optimization", "optrunner"):
         if not isinstance(config.get(table, {}), dict):
             raise TaskError(f"{toml_path}: [{table}] should be a table")
+    return config
+
+
+def _verifier_extras(config: dict[str, Any], toml_path: Path) -> tuple[dict[str, str], list[str], Service | None]:
+    """[verifier.env], this tool's [optrunner].pinned paths and its [optrunner.service] (a service task)."""
+    verifier_env = config.get("verifier", {}).get("env", {})
+    if not isinstance(verifier_env, dict) or not all(isinstance(v, str) for v in verifier_env.values()):
+        raise TaskError(f"{toml_path}: [verifier.env] should map names to strings")
+    pinned = config.get("optrunner", {}).get("pinned", [])
+    if not isinstance(pinned, list) or not all(isinstance(p, str) for p in pinned):
+        raise TaskError(f"{toml_path}: [optrunner].pinned should be a list of paths")
+    service = None
+    if (raw_service := config.get("optrunner", {}).get("service")) is not None:
+        try:
+            service = load_service(raw_service)
+        except ServiceError as err:
+            raise TaskError(f"{toml_path}: [optrunner] {err}") from None
+    return verifier_env, pinned, service
+
+
+def load_task(folder: Path, warn: Warn, named: bool = False) -> Task | None:
+    """One task directory; None when it is skipped (it needs GPUs this machine lacks; refused instead when
+    the user `named` it), TaskError when it is malformed."""
+    # The directory's name is the task's id: that of the directory itself (`tasks.path=.` or `sub/..` name
+    # the folder they point to, not "." or ".."), refused before anything else is read.
+    task_id = check_id(f"Harbor task directory in {str(folder.parent)!r}", os.path.basename(os.path.abspath(folder)))
+    where = str(folder)
+    refuse_links_out(folder, where)
+    toml_path = folder / "task.toml"
+    config = _read_config(toml_path, where)
     env, verifier = config.get("environment", {}), config.get("verifier", {})
     count, types = env.get("gpus") or 0, env.get("gpu_types") or []
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
@@ -129,18 +152,7 @@ def load_task(folder: Path, warn: Warn, named: bool = False) -> Task | None:
         raise TaskError(f"{toml_path}: [environment].docker_image should be an image name")
     if not image and not dockerfile.is_file():
         raise TaskError(f"{where}: no environment/Dockerfile and no [environment].docker_image")
-    verifier_env = verifier.get("env", {})
-    if not isinstance(verifier_env, dict) or not all(isinstance(v, str) for v in verifier_env.values()):
-        raise TaskError(f"{toml_path}: [verifier.env] should map names to strings")
-    pinned = config.get("optrunner", {}).get("pinned", [])
-    if not isinstance(pinned, list) or not all(isinstance(p, str) for p in pinned):
-        raise TaskError(f"{toml_path}: [optrunner].pinned should be a list of paths")
-    service = None
-    if (raw_service := config.get("optrunner", {}).get("service")) is not None:
-        try:
-            service = load_service(raw_service)
-        except ServiceError as err:
-            raise TaskError(f"{toml_path}: [optrunner] {err}") from None
+    verifier_env, pinned, service = _verifier_extras(config, toml_path)
     cpus = env.get("cpus")
     if cpus is not None and (isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or cpus <= 0):
         raise TaskError(f"{toml_path}: [environment].cpus should be a positive number, got {cpus!r}")

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.layout import TESTBED
 from harness.serving.spec import Service
 
 DEFAULT_TEST_TIMEOUT = 120.0
@@ -88,7 +89,7 @@ class Task:
     build_timeout: float = 3600.0
     # Tasks that come as a whole instruction, an environment and a verifier script (Harbor directories)
     instruction: str = ""  # the whole prompt; the scaffold only frames it
-    workdir: str = "/testbed"  # where the agent works ("" : the image's own WORKDIR)
+    workdir: str = TESTBED  # where the agent works ("" : the image's own WORKDIR)
     reward_check: RewardCheck | None = None  # the verifier, when it writes a reward instead of timing tests
     service: Service | None = None  # a service task: its server measured by serving metrics (harness.serving)
     environment: Path | None = None  # a Dockerfile's build context, to build the image from
@@ -109,7 +110,7 @@ class Task:
             raise TaskError(f"task {self.id} ({self.source}) has no base tree folder")
         return self.path / "repo"
 
-    def prompt_vars(self, workdir: str = "/testbed") -> dict[str, Any]:
+    def prompt_vars(self, workdir: str = TESTBED) -> dict[str, Any]:
         """What a task prompt may use. The expert patch and the hidden tests are never among them."""
         return {"workdir": workdir, "repo": self.repo, "api": self.api, "prob_script": self.prob_script.rstrip(),
                 "install_commands": list(self.install_commands if self.shown_install_commands is None

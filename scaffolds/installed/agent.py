@@ -8,7 +8,7 @@ One rollout:
    do not retry) and the agent is stopped; the episode ends with that limit as its reason.
 2. A port on the sandbox's own loopback (`Listenable`) is served by the gateway: the agent reaches it at
    127.0.0.1:PORT, the sandbox keeps no other network, and the token is the only key it ever holds.
-3. The task's text is written to a file, the agent's start command (agents.py) runs in the working
+3. The task's text is written to a file, the agent's start command (specs.py) runs in the working
    directory under the rollout's wall clock; when it exits by itself, its exit status is the episode's end
    (0: it finished, `submitted`; else `error` with the status and its last output line).
 4. The trajectory is the calls as the gateway saw them: each call a step (its call record; the reply's tool
@@ -33,7 +33,7 @@ from harness.sandbox.interface import FileTooLarge, Listenable, Sandbox, Sandbox
 from harness.tasks.task import Task
 from scaffolds.episode import Episode, EpisodeEnd, LimitReached, Observation, Submitted
 from scaffolds.exits import ExitReason
-from scaffolds.installed.agents import AGENT_HOME, INSTALL_ROOT, TASK_FILE, Launch, agent_spec
+from scaffolds.installed.specs import AGENT_HOME, INSTALL_ROOT, TASK_FILE, Launch, agent_spec
 from scaffolds.installed.packages import STAMP, installed_stamp
 from scaffolds.limits import Limits
 from scaffolds.prompts import render_template
@@ -79,7 +79,7 @@ def gateway() -> Gateway:
         return _gateway
 
 
-class Session:
+class RecordingHandler:
     """The gateway's handler for one rollout: every call through the Recorder, one at a time."""
 
     def __init__(self, rec: Recorder) -> None:
@@ -158,7 +158,7 @@ class InstalledScaffold:
         rec = Recorder(f"installed/{self.spec.name}", sandbox, model, limits, stop)
         rec.details["agent"] = {"name": self.spec.name, "version": self.spec.version, "wire": self.spec.wire,
                                 "registry": self.spec.registry, "package": self.spec.package}
-        session = Session(rec)
+        session = RecordingHandler(rec)
         gate = gateway()
         token = gate.open(session, model=_served_name(model), remote_media=self.config.remote_media,
                           on_close=session.closed)
@@ -178,7 +178,7 @@ class InstalledScaffold:
         episode.details["gateway_calls"] = [_call_row(c) for c in calls]
         return episode
 
-    def _agent(self, task: Task, sandbox: Sandbox, rec: Recorder, session: Session, token: str,
+    def _agent(self, task: Task, sandbox: Sandbox, rec: Recorder, session: RecordingHandler, token: str,
                model: Model, port: int) -> None:
         folder = f"{INSTALL_ROOT}/{self.spec.name}"
         try:  # what was installed, as its lock says (the folder's stamp: lock digest and packages)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import shlex
 
-from scaffolds.installed.agents import AGENT_HOME, TASK_FILE, AgentSpec, Launch
+from scaffolds.installed.specs import AGENT_HOME, TASK_FILE, AgentSpec, Launch
 
 VERSION = "2.1.332"
 STREAM_LOG = f"{AGENT_HOME}/claude.stream.jsonl"  # its stream-json events: messages, tool results, result

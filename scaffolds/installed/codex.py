@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import shlex
 
-from scaffolds.installed.agents import AGENT_HOME, TASK_FILE, AgentSpec, Launch
+from scaffolds.installed.specs import AGENT_HOME, TASK_FILE, AgentSpec, Launch
 
 VERSION = "0.171.0"
 # Its config, state and session files. Not under /tmp (AGENT_HOME): there Codex refuses to make its helper

@@ -31,7 +31,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from scaffolds.installed.agents import AgentSpec, agent_spec
+from scaffolds.installed.specs import AgentSpec, agent_spec
 
 LOCKS = Path(__file__).parent / "locks"
 PYTHONS = ((3, 10), (3, 11), (3, 12), (3, 13), (3, 14))
@@ -175,7 +175,7 @@ def make(spec: AgentSpec) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from scaffolds.installed.agents import AGENTS
+    from scaffolds.installed.specs import AGENTS
 
     for name in (argv if argv is not None else sys.argv[1:]) or list(AGENTS):
         lock = make(agent_spec(name))

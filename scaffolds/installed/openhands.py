@@ -13,7 +13,7 @@ summarises long histories with model calls of its own, which the gateway counts 
 """
 from __future__ import annotations
 
-from scaffolds.installed.agents import AGENT_HOME, TASK_FILE, AgentSpec, Launch, python_agent
+from scaffolds.installed.specs import AGENT_HOME, TASK_FILE, AgentSpec, Launch, python_agent
 
 VERSION = "1.58.2"
 LOGS = f"{AGENT_HOME}/openhands"

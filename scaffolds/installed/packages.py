@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from scaffolds.installed import locks, pythons
-from scaffolds.installed.agents import INSTALL_ROOT, AgentSpec
+from scaffolds.installed.specs import INSTALL_ROOT, AgentSpec
 
 STAMP = ".complete"
 # What an image is, asked with its own shell (an agent from npm needs no Python): machine, C library and

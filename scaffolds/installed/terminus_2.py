@@ -11,7 +11,7 @@ episode by another call, which the gateway counts as a step of its own. `--max-t
 """
 from __future__ import annotations
 
-from scaffolds.installed.agents import AGENT_HOME, TASK_FILE, AgentSpec, Launch, python_agent
+from scaffolds.installed.specs import AGENT_HOME, TASK_FILE, AgentSpec, Launch, python_agent
 
 VERSION = "0.24.0"  # 0.25.0 needs certifi>=2026.10.19, which the registry here does not have yet
 LOGS = f"{AGENT_HOME}/terminus"  # its trajectory.json and the per-episode prompts and replies

@@ -7,6 +7,7 @@ import base64
 import json
 from typing import Any
 
+from harness.layout import TESTBED
 from harness.models.scripted import cli_replies
 
 SUBMIT_SENTINEL = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
@@ -154,7 +155,7 @@ def _fault(kind: str, fmt: str) -> Reply:
             name = "execute_bash" if fmt == "codeact_fc" else "bash"
             return "Broken call.", [{"name": name, "arguments": '{"command": "echo hi'}]
         if fmt == "codeact_text":
-            return _codeact_text_call("str_replace_editor", command="explode", path="/testbed"), []
+            return _codeact_text_call("str_replace_editor", command="explode", path=TESTBED), []
         if terminus:
             return json.dumps({"analysis": "x", "plan": "y", "commands": "echo hi", "task_complete": False}), []
         return "```mswea_bash_command\n```", []

@@ -15,8 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.layout import TESTBED
+
 MODELS = ("oracle", "noop", "replay", "script", "judge")
-WORKDIR = "/testbed"
+WORKDIR = TESTBED
 
 
 def oracle_steps(patch: str, install_commands: Sequence[str] = (), spec_script: str = "") -> list[dict[str, Any]]:

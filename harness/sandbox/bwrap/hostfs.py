@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING
 from harness.sandbox.bwrap import hostextras, ids, recipe, rootfs
 from harness.sandbox.bwrap.hostextras import HostExtras
 from harness.sandbox.bwrap.rootfs import ROOTFS, empty_layer, host_rootfs, layer_chain
-from harness.sandbox.interface import (BASE_COMMIT_LABEL, GIT_DIR_LABEL, PINS_LABEL, WORKDIR_LABEL, ImageBuildError,
-                                       SandboxLimits, TaskImages)
+from harness.sandbox.interface import (BASE_COMMIT_LABEL, GIT_DIR_LABEL, PINS_LABEL, TESTBED, WORKDIR_LABEL,
+                                       ImageBuildError, SandboxLimits, TaskImages)
 from harness.sandbox.providers import Progress
 from harness.sandbox.taskimage.contents import (ADAPTED, CUT_HISTORY, DEFAULT_PATH, GIT_ENV, IMAGE_ENV, VENV_FOUND,
                                                 VENV_PROFILE, repo_tar, task_image_tag, venv_env)
@@ -65,7 +65,7 @@ def refusal(task: "Task") -> str | None:
     if task.environment is not None:
         try:
             recipe.read(task.environment)
-        except recipe.Refused as why:
+        except recipe.NotReplayable as why:
             return f"task {task.id}: {why}"
         return None
     if task.prebuilt_image and not task.base_commit:
@@ -146,7 +146,7 @@ def _layer(task: "Task", kind: str, inputs: str, parent: str | None, say: str, b
     return rootfs.record_name(name, ident).name
 
 
-def _run(task: "Task", box: "BwrapSandbox", cmd: str, what: str, cwd: str = "/testbed",
+def _run(task: "Task", box: "BwrapSandbox", cmd: str, what: str, cwd: str = TESTBED,
          env: dict[str, str] | None = None) -> str:
     done = box.exec(cmd, timeout=task.build_timeout, cwd=cwd, env=env)
     if done.exit_code != 0:
@@ -173,11 +173,11 @@ def _image_env(box: "BwrapSandbox", task: "Task") -> dict[str, str]:
 
 def _from_folder(task: "Task", box: "BwrapSandbox", repository: bytes,
                  progress: Progress) -> tuple[dict[str, str], dict[str, str], str]:
-    box.unpack(repository, "/testbed")
+    box.unpack(repository, TESTBED)
     head = _run(task, box, "git init -q && git add -A && git commit -q -m 'base commit' && git rev-parse HEAD",
                 "git init", env=GIT_ENV)
     _commands(task, box, progress)
-    return _image_env(box, task), {BASE_COMMIT_LABEL: head.strip().splitlines()[-1]}, "/testbed"
+    return _image_env(box, task), {BASE_COMMIT_LABEL: head.strip().splitlines()[-1]}, TESTBED
 
 
 def _from_history(task: "Task", box: "BwrapSandbox",
@@ -187,12 +187,12 @@ def _from_history(task: "Task", box: "BwrapSandbox",
         repository_tar(task, archive, "/.optrunner-mirror.git")
         archive.seek(0)
         box.unpack(archive.read(), "/")
-    head = _run(task, box, "git clone -q --no-checkout /.optrunner-mirror.git /testbed && cd /testbed && "
+    head = _run(task, box, f"git clone -q --no-checkout /.optrunner-mirror.git {TESTBED} && cd {TESTBED} && "
                 f"git checkout -q --detach {shlex.quote(task.base_commit or '')} && git remote remove origin && "
                 "rm -rf /.optrunner-mirror.git && git rev-parse HEAD", "clone", cwd="/", env=GIT_ENV)
     _commands(task, box, progress)
     # (no venv on the path: as the Docker provider's grading image, the agent's layer activates it)
-    return {"PATH": DEFAULT_PATH, **IMAGE_ENV}, {BASE_COMMIT_LABEL: head.strip().splitlines()[-1]}, "/testbed"
+    return {"PATH": DEFAULT_PATH, **IMAGE_ENV}, {BASE_COMMIT_LABEL: head.strip().splitlines()[-1]}, TESTBED
 
 
 def _cut(task: "Task", box: "BwrapSandbox") -> tuple[dict[str, str], dict[str, str], str]:
@@ -200,14 +200,14 @@ def _cut(task: "Task", box: "BwrapSandbox") -> tuple[dict[str, str], dict[str, s
     if task.opt_commit and box.exec(f"git cat-file -e {shlex.quote(task.opt_commit)}", timeout=60).exit_code == 0:
         raise ImageBuildError(f"task {task.id}: history cut: the expert's commit {task.opt_commit[:12]} is "
                               "still reachable")
-    return dict(box.rootfs.env), {BASE_COMMIT_LABEL: head}, "/testbed"
+    return dict(box.rootfs.env), {BASE_COMMIT_LABEL: head}, TESTBED
 
 
 def _agent(task: "Task", box: "BwrapSandbox") -> tuple[dict[str, str], dict[str, str], str]:
     if task.agent_hides:
         _run(task, box, f"rm -rf {' '.join(shlex.quote(p) for p in task.agent_hides)}", "agent layer", cwd="/")
     env = _image_env(box, task)
-    return env, {BASE_COMMIT_LABEL: box.rootfs.labels[BASE_COMMIT_LABEL]}, "/testbed"
+    return env, {BASE_COMMIT_LABEL: box.rootfs.labels[BASE_COMMIT_LABEL]}, TESTBED
 
 
 def _harbor(task: "Task", progress: Progress, extra: HostExtras) -> TaskImages:
@@ -215,7 +215,7 @@ def _harbor(task: "Task", progress: Progress, extra: HostExtras) -> TaskImages:
     assert task.environment is not None
     try:
         steps = recipe.read(task.environment)
-    except recipe.Refused as why:
+    except recipe.NotReplayable as why:
         raise ImageBuildError(f"task {task.id}: {why}") from None
     pinned = task.reward_check.pinned if task.reward_check else ()
     context = sorted(p for p in task.environment.rglob("*") if p.is_file())

@@ -33,12 +33,12 @@ _OTHER_MANAGERS = re.compile(r"\b(apk|yum|dnf|microdnf|zypper|pacman)\s+(add|ins
 _ARCHIVE = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar.zst")
 
 
-class Refused(Exception):
+class NotReplayable(Exception):
     """The recipe cannot be built over the host; the message is one line naming the instruction."""
 
 
 @dataclass(frozen=True)
-class Step:
+class BuildStep:
     """One thing the build sandbox does: `run` a shell command, or `copy` files (a tar unpacked at /)."""
     kind: str  # "run" | "copy"
     text: str  # the instruction on one line, for messages
@@ -50,7 +50,7 @@ class Step:
 
 @dataclass
 class Recipe:
-    steps: list[Step] = field(default_factory=list)
+    steps: list[BuildStep] = field(default_factory=list)
     workdir: str = "/"
     env: dict[str, str] = field(default_factory=dict)  # the image's ENV
     adapted: list[str] = field(default_factory=list)  # what was changed to build it over the host
@@ -82,17 +82,17 @@ def _apt_packages(arguments: str) -> list[str]:
 
 def system_packages(command: str, text: str, has: Callable[[list[str]], list[str]] = host_has) -> tuple[str, list[str]]:
     """`command` with each `apt-get ...` the host satisfies replaced by `true`, and what was changed;
-    Refused when it installs a package the host lacks or uses another package manager."""
+    NotReplayable when it installs a package the host lacks or uses another package manager."""
     other = _OTHER_MANAGERS.search(command)
     if other:
-        raise Refused(f"'{_short(text)}' runs {other.group(1)}, which sandbox.rootfs=host cannot run; "
+        raise NotReplayable(f"'{_short(text)}' runs {other.group(1)}, which sandbox.rootfs=host cannot run; "
                       "use sandbox.rootfs=image")
     packages = [p for m in _APT.finditer(command) for p in _apt_packages(m.group(2))]
     if not _APT.search(command):
         return command, []
     missing = has(packages) if packages else []
     if missing:
-        raise Refused(f"'{_short(text)}' installs system packages this host lacks ({', '.join(missing)}); "
+        raise NotReplayable(f"'{_short(text)}' installs system packages this host lacks ({', '.join(missing)}); "
                       "install them on the host or use sandbox.rootfs=image")
     said = f"apt-get install {' '.join(packages)}" if packages else "apt-get"
     def replaced(match: re.Match[str]) -> str:  # (the whitespace before the next operator stays)
@@ -111,27 +111,27 @@ def _copy(args: list[str], text: str, keyword: str, context: Path, workdir: str)
     words = []
     for word in args:
         if word.startswith("--from"):
-            raise Refused(f"'{_short(text)}' copies from another stage or image, which sandbox.rootfs=host "
+            raise NotReplayable(f"'{_short(text)}' copies from another stage or image, which sandbox.rootfs=host "
                           "cannot build; use sandbox.rootfs=image")
         if word.startswith("--chmod="):
             mode = int(word.split("=", 1)[1], 8)
         elif not word.startswith("--"):  # --chown: everything the recipe copies is root's here
             words.append(word)
     if len(words) < 2:
-        raise Refused(f"'{_short(text)}' names no source and destination")
+        raise NotReplayable(f"'{_short(text)}' names no source and destination")
     sources, dest = words[:-1], words[-1]
     target = posixpath.normpath(posixpath.join(workdir, dest))
     root = context.resolve()
     found: list[Path] = []
     for source in sources:
         if "://" in source or source.lower().endswith(_ARCHIVE) and keyword == "ADD":
-            raise Refused(f"'{_short(text)}' fetches or unpacks {source}, which sandbox.rootfs=host does not do; "
+            raise NotReplayable(f"'{_short(text)}' fetches or unpacks {source}, which sandbox.rootfs=host does not do; "
                           "use sandbox.rootfs=image")
         inner = source.lstrip("/")
         matches = sorted(root.glob(inner)) if any(c in source for c in "*?[") else [root / inner]
         for path in matches:
             if not path.exists() or not path.resolve().is_relative_to(root):
-                raise Refused(f"'{_short(text)}': {source} is not in the build context {context}")
+                raise NotReplayable(f"'{_short(text)}': {source} is not in the build context {context}")
             found.append(path)
     as_folder = dest.endswith("/") or len(found) > 1 or any(c in "".join(sources) for c in "*?[")
     buf = io.BytesIO()
@@ -160,7 +160,7 @@ def _add(tar: tarfile.TarFile, path: Path, dest: str, mode: int | None) -> None:
 
 
 def read(context: Path, has: Callable[[list[str]], list[str]] = host_has) -> Recipe:
-    """The steps of `context`/Dockerfile over the host; Refused (one line) when it cannot be built that way."""
+    """The steps of `context`/Dockerfile over the host; NotReplayable (one line) when it cannot be built that way."""
     recipe = Recipe()
     global_args: dict[str, str] = {}  # ARGs before FROM: a stage sees one only when it declares it again
     args: dict[str, str] = {}
@@ -169,11 +169,11 @@ def read(context: Path, has: Callable[[list[str]], list[str]] = host_has) -> Rec
         keyword, rest, whole = instruction.keyword, instruction.arguments, instruction.line
         values = {"PATH": DEFAULT_PATH, **args, **recipe.env}  # ($PATH: the host's, where the base image's was)
         if instruction.heredoc:
-            raise Refused(f"'{_short(whole)}': a heredoc, which sandbox.rootfs=host does not read")
+            raise NotReplayable(f"'{_short(whole)}': a heredoc, which sandbox.rootfs=host does not read")
         if keyword == "FROM":
             stages += 1
             if stages > 1:
-                raise Refused(f"'{_short(whole)}': a second build stage, which sandbox.rootfs=host cannot build; "
+                raise NotReplayable(f"'{_short(whole)}': a second build stage, which sandbox.rootfs=host cannot build; "
                               "use sandbox.rootfs=image")
             image, _ = from_parts(rest)
             recipe.adapted.append(f"FROM {image or rest} -> this host's system (sandbox.rootfs=host)")
@@ -189,29 +189,29 @@ def read(context: Path, has: Callable[[list[str]], list[str]] = host_has) -> Rec
             recipe.env.update(_env_pairs(rest, values))
         elif keyword == "WORKDIR":
             recipe.workdir = posixpath.normpath(posixpath.join(recipe.workdir, substitute(rest.strip('"'), values)))
-            recipe.steps.append(Step("run", whole, "/", (), command=f"mkdir -p {shlex.quote(recipe.workdir)}"))
+            recipe.steps.append(BuildStep("run", whole, "/", (), command=f"mkdir -p {shlex.quote(recipe.workdir)}"))
         elif keyword in ("COPY", "ADD"):
             words = json.loads(rest) if rest.startswith("[") else shlex.split(substitute(rest, values))
             archive = _copy(words, whole, keyword, context, recipe.workdir)
-            recipe.steps.append(Step("copy", whole, recipe.workdir, (), archive=archive))
+            recipe.steps.append(BuildStep("copy", whole, recipe.workdir, (), archive=archive))
         elif keyword == "RUN":
             if rest.startswith("--"):
-                raise Refused(f"'{_short(whole)}': BuildKit options, which sandbox.rootfs=host does not run")
+                raise NotReplayable(f"'{_short(whole)}': BuildKit options, which sandbox.rootfs=host does not run")
             command = shlex.join(json.loads(rest)) if rest.startswith("[") else rest
             command, changes = system_packages(command, whole, has)
             recipe.adapted += changes
             env = {"PATH": DEFAULT_PATH, **args, **recipe.env}
-            recipe.steps.append(Step("run", whole, recipe.workdir, tuple(env.items()), command=command))
+            recipe.steps.append(BuildStep("run", whole, recipe.workdir, tuple(env.items()), command=command))
         elif keyword == "USER":
             if substitute(rest, values).split(":")[0] not in ("root", "0"):
-                raise Refused(f"'{_short(whole)}': the recipe runs as another user, which sandbox.rootfs=host "
+                raise NotReplayable(f"'{_short(whole)}': the recipe runs as another user, which sandbox.rootfs=host "
                               "does not do; use sandbox.rootfs=image")
         elif keyword == "SHELL":
-            raise Refused(f"'{_short(whole)}': another shell for RUN, which sandbox.rootfs=host does not use")
+            raise NotReplayable(f"'{_short(whole)}': another shell for RUN, which sandbox.rootfs=host does not use")
         elif keyword not in IGNORED:
-            raise Refused(f"'{_short(whole)}': an instruction sandbox.rootfs=host does not know")
+            raise NotReplayable(f"'{_short(whole)}': an instruction sandbox.rootfs=host does not know")
     if stages == 0:
-        raise Refused("the Dockerfile has no FROM")
+        raise NotReplayable("the Dockerfile has no FROM")
     return recipe
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from harness.sandbox.bwrap import ids
-from harness.sandbox.interface import ImageBuildError, ImageConfig, SandboxError
+from harness.sandbox.interface import TESTBED, ImageBuildError, ImageConfig, SandboxError
 from harness.sandbox.taskimage.contents import DEFAULT_PATH
 
 if TYPE_CHECKING:
@@ -156,7 +156,7 @@ def host_rootfs(name: str, layers: tuple[Path, ...], meta: dict[str, Any]) -> Ro
             raise SandboxError(f"{name} was built over this host with its folder {path}, which is gone; its layers "
                                "are built again when the task's images are prepared (optrunner setup)")
     binds = tuple((path, path) for path in dict.fromkeys([*HOST_DIRS, *(meta.get("binds") or [])]))
-    return Rootfs(name, tuple(mounts), meta.get("env") or {}, meta.get("workdir") or "/testbed",
+    return Rootfs(name, tuple(mounts), meta.get("env") or {}, meta.get("workdir") or TESTBED,
                   meta.get("labels") or {}, tuple(links), binds)
 
 

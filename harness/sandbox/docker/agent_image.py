@@ -25,7 +25,7 @@ from docker.models.images import Image
 from harness.sandbox.docker.containers import LABEL
 from harness.sandbox.docker.images import (BASE_COMMIT_LABEL, Progress, activate_venv, commit_image, image_exists,
                                            run_step, scratch_container)
-from harness.sandbox.interface import ImageBuildError
+from harness.sandbox.interface import TESTBED, ImageBuildError
 from harness.sandbox.taskimage.contents import CUT_HISTORY, DEFAULT_PATH, RECIPE_VERSION, content_hash
 from harness.tasks.task import Task
 
@@ -60,10 +60,10 @@ def ensure_cut_image(client: docker.DockerClient, task: Task, grading: str, prog
         head = run_step(container, CUT_HISTORY, what).strip().splitlines()[-1]
         # (login shells may print errors of the image's profile scripts: look for a token, not for output)
         if task.opt_commit and "optrunner-reachable" in run_step(
-                container, f"cd /testbed && git cat-file -e {shlex.quote(task.opt_commit)} 2>/dev/null && "
+                container, f"cd {TESTBED} && git cat-file -e {shlex.quote(task.opt_commit)} 2>/dev/null && "
                 "echo optrunner-reachable || true", what):
             raise ImageBuildError(f"{what}: the expert's commit {task.opt_commit[:12]} is still reachable")
-        return {}, {BASE_COMMIT_LABEL: head}, image.attrs["Config"].get("WorkingDir") or "/testbed"
+        return {}, {BASE_COMMIT_LABEL: head}, image.attrs["Config"].get("WorkingDir") or TESTBED
 
     return _derived(client, task, grading, "cut", (CUT_HISTORY,), "history after the base commit cut (graded base "
                     "and patch states, agent image)", progress, build)
@@ -80,7 +80,7 @@ def ensure_agent_image(client: docker.DockerClient, task: Task, cut: str, progre
         if env:  # GSO's relative `source .venv/bin/activate` in .bashrc fails outside /testbed: replaced above
             run_step(container, "if [ -f /root/.bashrc ]; then sed -i 's|^source .venv/bin/activate|# &|' "
                      "/root/.bashrc; fi", what)
-        return env, {BASE_COMMIT_LABEL: image.labels[BASE_COMMIT_LABEL]}, "/testbed"
+        return env, {BASE_COMMIT_LABEL: image.labels[BASE_COMMIT_LABEL]}, TESTBED
 
     return _derived(client, task, cut, "agent", ("\n".join(task.agent_hides),), f"agent image: "
                     f"{len(task.agent_hides)} hidden path(s) removed, the venv every shell's", progress, build)

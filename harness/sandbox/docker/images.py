@@ -31,7 +31,7 @@ from docker.models.containers import Container
 
 from harness.sandbox.docker.containers import LABEL, OWNER_LABEL, owner_id
 from harness.sandbox.docker.stream import run_exec
-from harness.sandbox.interface import BASE_COMMIT_LABEL, DEFAULT_BASE_IMAGE, ImageBuildError
+from harness.sandbox.interface import BASE_COMMIT_LABEL, DEFAULT_BASE_IMAGE, TESTBED, ImageBuildError
 from harness.sandbox.taskimage.contents import (DEFAULT_PATH, GIT_ENV, IMAGE_ENV, RECIPE_VERSION, VENV_FOUND,
                                                 VENV_PROFILE, content_hash, repo_tar, task_image_tag, venv_env)
 from harness.sandbox.taskimage.history import repository_tar
@@ -84,7 +84,7 @@ def run_step(container: Container, cmd: str, what: str, env: dict[str, str] | No
 
 
 def commit_image(container: Container, tag: str, env: dict[str, str], labels: dict[str, str],
-                 workdir: str = "/testbed") -> None:
+                 workdir: str = TESTBED) -> None:
     repo, _, version = tag.partition(":")
     changes = [f"ENV {k}={v}" for k, v in env.items()] + [f"WORKDIR {workdir}", 'CMD ["sleep", "infinity"]']
     # the build container's owner is not the image's: its containers would look owned by a process long gone
@@ -113,7 +113,7 @@ def ensure_base_image(client: docker.DockerClient, spec: BaseImageSpec, progress
     root = _root_from_registry(client, spec, progress) or _root_from_debootstrap(client, spec, progress)
     container = scratch_container(client, root, network=False)
     try:
-        run_step(container, "git config --system init.defaultBranch main && mkdir -p /testbed /workspace",
+        run_step(container, f"git config --system init.defaultBranch main && mkdir -p {TESTBED} /workspace",
                  "base image")
         commit_image(container, tag, spec.env, {LABEL: "base"})
     finally:
@@ -180,14 +180,14 @@ def ensure_task_image(client: docker.DockerClient, task: Task, base_tag: str, pr
         if task.base_commit:
             sha = _checkout_history(container, task)
         else:
-            container.put_archive("/testbed", repo_tar(task))
+            container.put_archive(TESTBED, repo_tar(task))
             # One fresh commit of the tree: no history, so no later commit is reachable from the image.
             sha = run_step(container, "git init -q && git add -A && git commit -q -m 'base commit' && "
-                           "git rev-parse HEAD", f"task {task.id}: git init", env=GIT_ENV, workdir="/testbed")
+                           "git rev-parse HEAD", f"task {task.id}: git init", env=GIT_ENV, workdir=TESTBED)
         for kind, commands in (("setup", task.setup_commands), ("install", task.install_steps)):
             for cmd in commands:
                 progress(f"[{task.id}] {kind}: {cmd.splitlines()[0]}{' ...' if chr(10) in cmd else ''}")
-                run_step(container, cmd, f"task {task.id}: {kind} command", workdir="/testbed")
+                run_step(container, cmd, f"task {task.id}: {kind} command", workdir=TESTBED)
         # (Images with history are for grading; their agent layer activates the venv.)
         env = {} if task.base_commit else activate_venv(container, f"task {task.id}: venv activation")
         commit_image(container, tag, env, {LABEL: "task", "optrunner.task": task.id,
@@ -205,7 +205,7 @@ def _head(container: Container, task: Task, said: str) -> str:
         last = (said.strip().splitlines() or [""])[-1]
         if re.fullmatch(r"[0-9a-f]{40}(?:[0-9a-f]{24})?", last):
             return last
-        said = run_step(container, "git rev-parse HEAD", f"task {task.id}: base commit", workdir="/testbed")
+        said = run_step(container, "git rev-parse HEAD", f"task {task.id}: base commit", workdir=TESTBED)
     raise ImageBuildError(f"task {task.id}: the base commit could not be read from /testbed (git rev-parse "
                           f"printed {said.strip()[:80]!r})")
 
@@ -225,7 +225,7 @@ def _checkout_history(container: Container, task: Task) -> str:
         repository_tar(task, archive, "/.optrunner-mirror.git")
         archive.seek(0)
         container.put_archive("/", archive)
-    return run_step(container, "git clone -q --no-checkout /.optrunner-mirror.git /testbed && cd /testbed && "
+    return run_step(container, f"git clone -q --no-checkout /.optrunner-mirror.git {TESTBED} && cd {TESTBED} && "
                     f"git checkout -q --detach {shlex.quote(task.base_commit or '')} && git remote remove origin && "
                     "rm -rf /.optrunner-mirror.git && git rev-parse HEAD", f"task {task.id}: clone", env=GIT_ENV)
 

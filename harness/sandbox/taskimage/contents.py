@@ -17,17 +17,18 @@ import tarfile
 from pathlib import Path
 
 from harness.tasks.task import Task
+from harness.sandbox.interface import TESTBED
 
 RECIPE_VERSION = "1"  # bump when what a task image holds, or the steps that make it, change meaning
 HISTORY_RECIPE = "2"  # 2: the repository's history checked out at the base commit (1: the base tree alone)
-IMAGE_ENV = {"PYTHONPATH": "/testbed", "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
+IMAGE_ENV = {"PYTHONPATH": TESTBED, "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
 # Fixed identity and dates make the base commit's sha the same on every machine.
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "optrunner", "GIT_AUTHOR_EMAIL": "optrunner@localhost",
     "GIT_COMMITTER_NAME": "optrunner", "GIT_COMMITTER_EMAIL": "optrunner@localhost",
     "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
 }
-VENV = "/testbed/.venv"
+VENV = f"{TESTBED}/.venv"
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # The image's label: what was changed to build it on this machine (a JSON list of lines), e.g. a FROM image
 # replaced by a local substitute, or the host's system standing in for it.

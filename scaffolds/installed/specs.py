@@ -42,7 +42,7 @@ class AgentSpec:
     step: str  # what the agent counts as a step (docs; the gateway counts model calls)
     command: Callable[[Launch], str]
     logs: tuple[str, ...] = ()  # files the agent writes that the trajectory keeps (absolute paths)
-    files: tuple[str, ...] = ()  # pypi: this project's modules (beside agents.py) put beside the agent's packages
+    files: tuple[str, ...] = ()  # pypi: this project's modules (beside specs.py) put beside the agent's packages
     programs: tuple[str, ...] = ()  # what the task image must have for it ("tmux")
     sdists: tuple[str, ...] = ()  # pypi: pure-Python requirements that ship sources only (locked as archives)
 
@@ -77,7 +77,7 @@ MINI_SWE_AGENT = AgentSpec(
 
 # name -> where its spec is (`module:NAME`), imported when asked for
 AGENTS = {
-    "mini_swe_agent": "scaffolds.installed.agents:MINI_SWE_AGENT",
+    "mini_swe_agent": "scaffolds.installed.specs:MINI_SWE_AGENT",
     "claude_code": "scaffolds.installed.claude_code:SPEC",
     "codex": "scaffolds.installed.codex:SPEC",
     "terminus_2": "scaffolds.installed.terminus_2:SPEC",
