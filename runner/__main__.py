@@ -36,8 +36,6 @@ register_schemas()
 ROOT_EXISTED = True
 
 
-# What a run writes once a rollout has started: a refused run with none of these has nothing to lose.
-STARTED = ("rollouts", "trajectories", "checkpoints", "results.jsonl")
 STOP_CODES = (129, 130, 143)  # SIGHUP, Ctrl-C, SIGTERM
 FAILED_JOBS: list[int] = []  # a sweep's exit codes of jobs that failed: the sweep goes on, then exits non-zero
 SWEEP: dict[str, Any] = {}  # a sweep's directory and how many of its jobs started (cli() reads them)
@@ -56,7 +54,9 @@ def forget_refused(run_dir: Path, root: Path, keep_root: bool = True, made: froz
     before, keeps its config.yaml and so is left as it is."""
     if not run_dir.is_dir():
         return
-    if made is not None and not any((run_dir / name).exists() for name in STARTED):
+    from runner.store import RunStore
+
+    if made is not None and not RunStore(run_dir).has_started():
         for path in run_dir.iterdir():
             if path.name not in made:
                 shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()

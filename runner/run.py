@@ -36,7 +36,7 @@ from runner.provenance import collect as collect_provenance
 from runner.records import ResultRecord, RolloutRecord
 from runner.report import write_reports
 from runner.rollout import RolloutJob, RolloutResult, make_job
-from scaffolds import agent_images, keeps_checkpoints
+from scaffolds import agent_images, takes_checkpoints
 from runner.store import RunStore
 from scaffolds.exits import RETRIED, ExitReason
 
@@ -102,7 +102,7 @@ class Runner:
         return 0
 
     def _checkpoints(self) -> CheckpointDir:
-        return checkpoint_dir(self.store.root / "checkpoints", self.store.run_id, self.sandboxes)
+        return checkpoint_dir(self.store.checkpoints_dir, self.store.run_id, self.sandboxes)
 
     def _close(self) -> None:
         if self.executor is not None:
@@ -128,7 +128,7 @@ class Runner:
         self.sandboxes.ensure_ready(disk=self.conf.sandbox.disk, output_dir=self.store.root)
         # Before the run directory exists: a cluster that cannot be reached refuses the run.
         self.executor = make_executor(Context(self.conf, self.store.run_id, self.sandboxes,
-                                              checkpoints=self.store.root / "checkpoints"))
+                                              checkpoints=self.store.checkpoints_dir))
         self.run_lock.acquire()  # a second runner on this directory is refused here, in one line
         resuming = self.store.bind_config(self.plain)
         # Recorded rollouts are not graded again, except those whose grading broke on infrastructure (error)
@@ -162,7 +162,7 @@ class Runner:
                   + (f"; {spent} infrastructure failures kept: their rollout_attempts={self.conf.rollout_attempts} are "
                      "used up" if spent else "")
                   + (f"; removed {removed} leftover containers" if removed else ""), flush=True)
-        if self.conf.budget.checkpoint_every and not keeps_checkpoints(self.conf.scaffold.name):
+        if self.conf.budget.checkpoint_every and not takes_checkpoints(self.conf.scaffold.name):
             print(f"note: scaffold {self.conf.scaffold.id} keeps no checkpoints (an agent CLI's conversation is its "
                   "own process's): an interrupted rollout starts again from step 0", flush=True)
         self.grader = Grader(self.store, self.conf.grading, images, self.sandboxes, timing=self.executor.time_patches,

@@ -13,6 +13,10 @@
     report.json, report.md            the summary (with the provenance of the process that wrote them)
     report.html, pages/<task>/<i>.html  the same as a page, and each rollout's trajectory page (runner.pages)
     truncated/steps_<S>/              gradings of the rollouts cut to S steps (runner.aggregate)
+    systems.csv, systems.tex, rollouts.csv  the paper tables (runner.tables; written with the reports)
+    checkpoints/<task>__<i>.json      an unfinished rollout's last checkpoint (runner.checkpoints), and its calls
+    atif/<task>/<i>.json              the trajectories as ATIF documents (atif=true, optrunner export)
+    .lock                             held by the process writing here (runner.lock: one at a time)
 
 Records go in and come out typed (runner.records). Every file is written atomically (temp file +
 rename); results.jsonl lines are appended whole and a torn last line (a kill mid-write) is ignored on
@@ -57,6 +61,15 @@ class RunStore:
 
     def is_run(self) -> bool:
         return self.config_path.is_file()
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.root / "checkpoints"
+
+    def has_started(self) -> bool:
+        """Whether a rollout ever started here: what a run refused before that may remove, it may not."""
+        return any((self.root / name).exists() for name in ("rollouts", "trajectories", "checkpoints",
+                                                            "results.jsonl"))
 
     def load_config(self) -> dict[str, Any]:
         if not self.is_run():

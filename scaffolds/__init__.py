@@ -38,7 +38,7 @@ def _classes(name: str) -> tuple[type, type]:
     return getattr(module, scaffold_cls), getattr(module, config_cls)
 
 
-def keeps_checkpoints(name: str) -> bool:
+def takes_checkpoints(name: str) -> bool:
     """Whether the scaffold's run takes `checkpoints` (scaffolds/checkpoint.py): an installed agent CLI's
     conversation lives in its own process, which no checkpoint holds."""
     return bool(getattr(_classes(name)[0], "checkpoints", False))

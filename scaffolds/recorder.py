@@ -172,13 +172,13 @@ class Recorder:
         snapshot = self._snapshot(state, self.steps)
         self._saved_at = done
 
-        def keep() -> None:
+        def save_checkpoint() -> None:
             try:
                 save(snapshot)
             except Exception as exc:  # noqa: BLE001 - a lost checkpoint must not end the episode
                 self.details.setdefault("checkpoint_errors", []).append(f"step {done}: {type(exc).__name__}: {exc}")
 
-        thread = threading.Thread(target=keep, name="checkpoint", daemon=True)
+        thread = threading.Thread(target=save_checkpoint, name="checkpoint", daemon=True)
         thread.start()
         self._saving = thread
         return thread
