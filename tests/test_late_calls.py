@@ -17,7 +17,7 @@ from harness.models.model import Model
 from harness.models.records import Usage
 from harness.models.scripted import Script
 from harness.sandbox.providers import provider
-from runner import rollout
+from runner import attempt
 from runner.config import RunConf
 from runner.rollout import Live, RolloutJob, RolloutRunner
 from scaffolds.episode import EpisodeEnd
@@ -77,7 +77,7 @@ def test_an_answer_after_the_episode_ended_is_its_late_call_not_its_step_count()
 def test_a_rollout_given_up_on_still_counts_the_answer_that_came_after(monkeypatch: pytest.MonkeyPatch) -> None:
     """Wall clock 1 s and 1 s of grace; the model's first answer takes 6 s: the runner stops waiting for the
     episode at ~2 s, and the record still carries the call, listed as late."""
-    monkeypatch.setattr(rollout, "GRACE_S", 1.0)
+    monkeypatch.setattr(attempt, "GRACE_S", 1.0)  # (the attempt's phases: runner/attempt.py)
     conf = RunConf()
     conf.model.name, conf.model.id = "scripted/script", "script"
     conf.scaffold.id = conf.scaffold.name = "mini_swe"

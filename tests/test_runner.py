@@ -401,7 +401,7 @@ def test_a_sweep_whose_job_fails_finishes_the_others_and_exits_non_zero(tasks_di
     done = runner("-m", "model=noop", "scaffold=mini_swe", f"tasks.selector={tasks_dir}", "tasks.ids=[nope],[alpha]",
                   "grade=none", out=tmp_path)
     assert done.returncode == 2 and "unknown task id 'nope'" in done.stderr, done.stderr[-2000:]
-    assert "1 job(s) of the sweep failed" in done.stderr.strip().splitlines()[-1]
+    assert done.stderr.strip().splitlines()[-1] == "error: 1 of the sweep's 2 jobs failed (above); the others finished"
     (kept,) = [d for d in (tmp_path / "sweeps" / "sweep").iterdir() if d.is_dir()]  # the refused job left nothing
     assert len(results(kept)) == 1
 
