@@ -86,7 +86,7 @@ def test_a_heredoc_is_read_whole_and_refused_over_the_host(tmp_path: Path, text:
     instructions = read(text)
     assert [i.keyword for i in instructions] == ["FROM", "WORKDIR", instructions[2].keyword]
     assert instructions[2].heredoc and instructions[2].last == len(text.splitlines())  # its body is its own
-    with pytest.raises(recipe.Refused, match="a heredoc") as refused:
+    with pytest.raises(recipe.NotReplayable, match="a heredoc") as refused:
         recipe.read(_context(tmp_path, text), none_missing)
     assert "\n" not in str(refused.value)
     assert rewrite(text, {"a": "local/a"}).text.splitlines()[2:] == text.splitlines()[2:]  # Docker: as written
