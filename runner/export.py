@@ -43,7 +43,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.format not in FORMATS:
         return _refuse(f"unknown format {args.format!r}; known: {', '.join(FORMATS)}")
-    out = args.out if args.out is not None else args.run_dir / "atif"
+    from runner.store import RunStore
+
+    out = args.out if args.out is not None else RunStore(args.run_dir).atif_dir
     restore = signals.install()  # SIGTERM and SIGHUP stop it as Ctrl-C does
     try:
         found = trajectories(args.run_dir)

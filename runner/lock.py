@@ -18,8 +18,7 @@ from pathlib import Path
 from types import TracebackType
 
 from runner.config import ConfigError
-
-LOCK_NAME = ".lock"
+from runner.store import LOCK_NAME
 
 
 class RunDirBusy(ConfigError):

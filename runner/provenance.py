@@ -34,7 +34,7 @@ def for_report(store: RunStore, conf: RunConf, images: Mapping[str, TaskImages] 
     report it rewrites named (else the run's first), since the numbers it reports were measured on them."""
     found = collect(conf, images, sandboxes)
     if images is None:
-        found["images"] = _images_of(read_json(store.root / "report.json")) or _images_of(store.provenance()) or {}
+        found["images"] = _images_of(read_json(store.report_json)) or _images_of(store.provenance()) or {}
     return found
 
 
@@ -111,7 +111,7 @@ def _v(value: Any) -> str:
 # ---------------------------------------------------------------- runner.aggregate
 def of_run(store: RunStore) -> dict[str, Any]:
     """A run's two records: where it started (config.yaml) and where its report was last written."""
-    report = read_json(store.root / "report.json")
+    report = read_json(store.report_json)
     from_report = report.get("provenance") if isinstance(report, dict) else None
     return {"run": store.provenance(), "report": from_report if isinstance(from_report, dict) else None}
 

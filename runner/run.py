@@ -247,7 +247,7 @@ class Runner:
         if self.conf.atif and result.trajectory is not None:  # beside the run's own, as `optrunner export` does
             from runner.export import export_atif
 
-            export_atif(self.store.root, [(record.instance_id, record.rollout, None)], self.store.root / "atif")
+            export_atif(self.store.root, [(record.instance_id, record.rollout, None)], self.store.atif_dir)
         self._checkpoints().discard(record.instance_id, record.rollout)  # recorded: no longer needed
         if result.grading is not None:  # grading.in_place: graded in the agent's container
             self.store.save_grading(record.instance_id, record.rollout, result.grading)

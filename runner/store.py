@@ -41,6 +41,7 @@ from runner.identity import differences, identity
 from runner.records import ResultRecord, RolloutRecord
 
 REGRADED_BY_REPORT = ("visible", "calibrate")  # (see RunStore.bind_config)
+LOCK_NAME = ".lock"  # the file runner.lock holds while a process writes here
 
 
 class RunStore:
@@ -244,12 +245,24 @@ class RunStore:
 
     # ---------------------------------------------------------------- reports and predictions
     def write_report(self, report: dict[str, Any], markdown: str) -> None:
-        write_json(self.root / "report.json", report)
-        write_text(self.root / "report.md", markdown)
+        write_json(self.report_json, report)
+        write_text(self.report_md, markdown)
+
+    @property
+    def report_json(self) -> Path:
+        return self.root / "report.json"
 
     @property
     def report_md(self) -> Path:
         return self.root / "report.md"
+
+    @property
+    def report_html(self) -> Path:
+        return self.root / "report.html"
+
+    @property
+    def atif_dir(self) -> Path:
+        return self.root / "atif"
 
     def write_gso_reports(self, records: list[ResultRecord], model_name: str, task_ids: list[str]) -> None:
         """The gradings in GSO's log layout under gso/, one run id per rollout index (rollout_<i>), so GSO's

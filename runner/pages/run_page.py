@@ -85,14 +85,14 @@ def write_run_pages(run_dir: Path) -> Path:
         page = render("trajectory.html.j2", v=view, run_name=name, run_link="../../report.html", fold_chars=FOLD,
                       prev=neighbour(n - 1), next=neighbour(n + 1))
         write_text(run_dir / row.path, page)
-    report_md = run_dir / "report.md"
+    report_md = store.report_md
     parts = sections(report_md.read_text()) if report_md.exists() else []
     head = markdown(parts[0][1]) if parts else ""
     rest = [(title, markdown(body)) for title, body in parts[1:] if title != ROLLOUTS_SECTION]
     page = render("run.html.j2", name=name, config=store.load_config() if store.is_run() else {}, head=head,
                   sections=rest, rows=rows, tasks=sorted({r.task for r in rows}),
                   exits=sorted({r.exit_reason for r in rows}), statuses=sorted({r.status for r in rows}))
-    out = run_dir / "report.html"
+    out = store.report_html
     write_text(out, page)
     return out
 
