@@ -54,12 +54,8 @@ def forget_refused(run_dir: Path, root: Path, keep_root: bool = True, made: froz
     before, keeps its config.yaml and so is left as it is."""
     if not run_dir.is_dir():
         return
-    from runner.store import RunStore
-
-    if made is not None and not RunStore(run_dir).has_started():
-        for path in run_dir.iterdir():
-            if path.name not in made:
-                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+    if made is not None:
+        _forget_written(run_dir, made)
     if (run_dir / "config.yaml").exists():
         return
     if any(p.name not in (".hydra", "__main__.log") for p in run_dir.iterdir()):
@@ -74,6 +70,30 @@ def forget_refused(run_dir: Path, root: Path, keep_root: bool = True, made: froz
         except OSError:
             break
         parent = parent.parent
+
+
+def _forget_written(run_dir: Path, made: frozenset[str]) -> None:
+    """Remove what this command wrote in `run_dir` (the names not in `made`), unless a rollout started there or
+    another process holds the directory (two commands started together on one new directory: the refused one
+    must not remove the other's config.yaml): the removal happens under the directory's lock."""
+    from runner.lock import RunLock
+    from runner.store import LOCK_NAME, RunStore
+
+    if RunStore(run_dir).has_started():
+        return
+    lock = RunLock(run_dir, "cleanup")
+    try:
+        lock.acquire()
+    except ConfigError:  # held by another process (RunDirBusy), or a lock file that is not ours: leave it all
+        return
+    try:
+        for path in run_dir.iterdir():
+            if path.name not in made and path.name != LOCK_NAME:
+                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+    finally:
+        lock.release()
+    if LOCK_NAME not in made:
+        (run_dir / LOCK_NAME).unlink(missing_ok=True)
 
 
 def run_job(cfg: DictConfig) -> int:

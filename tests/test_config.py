@@ -389,3 +389,18 @@ def test_one_task_id_needs_no_brackets(given: str, ids: list[str] | None) -> Non
 def test_a_model_after_m_is_said_how_to_name() -> None:
     with pytest.raises(ConfigError, match=r"name the model as model=openai/gpt-4o-mini \(here -m means a sweep"):
         prepare(["-m", "openai/gpt-4o-mini"], "python -m runner")
+
+
+def test_a_refused_run_removes_nothing_another_process_holds(tmp_path: Path) -> None:
+    """Two commands started together on one new directory: the one refused must not remove the other's files."""
+    from runner.__main__ import forget_refused
+    from runner.lock import RunLock
+
+    run = tmp_path / "outputs" / "runs" / "x"
+    run.mkdir(parents=True)
+    (run / "config.yaml").write_text("rollouts: 1\n")  # written by the other after this command looked (made: {})
+    with RunLock(run, "run"):  # the other holds the directory
+        forget_refused(run, tmp_path / "outputs", made=frozenset())
+        assert sorted(p.name for p in run.iterdir()) == [".lock", "config.yaml"]
+    forget_refused(run, tmp_path / "outputs", made=frozenset())  # held by no one: what was written goes
+    assert not run.exists() and (tmp_path / "outputs").is_dir()
