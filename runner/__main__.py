@@ -108,8 +108,8 @@ def run_job(cfg: DictConfig) -> int:
     except BaseException:
         forget_refused(run_dir, root, ROOT_EXISTED)
         raise
-    if code == 2:  # a refusal (an interrupted or stopped run keeps what it has: 129, 130, 143)
-        forget_refused(run_dir, root, ROOT_EXISTED, made)
+    if code:  # what it wrote goes only for a refusal (2): a stopped run keeps what it has (129, 130, 143)
+        forget_refused(run_dir, root, ROOT_EXISTED, made if code == 2 else None)
     return code
 
 
@@ -213,8 +213,8 @@ def _failed_jobs(failed: int, jobs: int, sweep_dir: Path | None, root: Path) -> 
     if failed < jobs:
         print(f"error: {failed} of the sweep's {jobs} jobs failed (above); the others finished", file=sys.stderr)
         return
-    print(f"error: {'the' if jobs == 1 else f'all {jobs}'} job{'s' if jobs > 1 else ''} of the sweep failed (above): "
-          "nothing finished", file=sys.stderr)
+    print(f"error: {'the' if jobs == 1 else f'all {jobs}'} job{'s' if jobs > 1 else ''} of the sweep failed (above)",
+          file=sys.stderr)
     if sweep_dir is not None and sweep_dir.is_dir() and [p.name for p in sweep_dir.iterdir()] == ["multirun.yaml"]:
         (sweep_dir / "multirun.yaml").unlink()
         forget_refused(sweep_dir, root, ROOT_EXISTED)
