@@ -4,25 +4,15 @@ as docs/ is as `runner/docs` (`optrunner docs`, runner.manual);
 and a built package records the git revision it was built from (harness/build_stamp.json, read by
 harness.provenance.source_state: `--version` and every run's provenance), since it has no .git of its own."""
 import json
-import subprocess
+import sys
 from pathlib import Path
 
 from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
 
-
-def revision() -> dict:
-    """{revision, dirty} of this checkout, as harness.provenance.git_state reads it (nulls outside one)."""
-    try:
-        done = subprocess.run(["git", "status", "--porcelain=v2", "--branch"], capture_output=True, text=True,
-                              timeout=10, cwd=Path(__file__).resolve().parent)
-    except (OSError, subprocess.SubprocessError):
-        return {"revision": None, "dirty": None}
-    lines = done.stdout.splitlines() if done.returncode == 0 else []
-    oid = next((line.split()[2] for line in lines if line.startswith("# branch.oid ")), None)
-    if oid in (None, "(initial)"):
-        return {"revision": None, "dirty": None}
-    return {"revision": oid, "dirty": any(not line.startswith("#") for line in lines)}
+# The checkout's revision as every run reads it (harness.provenance imports only the standard library).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness.provenance import SOURCE_ROOT, git_state  # noqa: E402
 
 
 class BuildWithStamp(build_py):
@@ -30,7 +20,7 @@ class BuildWithStamp(build_py):
         super().run()
         if not self.dry_run:
             stamp = Path(self.build_lib) / "harness" / "build_stamp.json"
-            stamp.write_text(json.dumps(revision()) + "\n")
+            stamp.write_text(json.dumps(git_state(SOURCE_ROOT)) + "\n")
 
 
 setup(

@@ -126,13 +126,13 @@ def parse(args: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    read_dotenv()  # API keys from ./.env (the environment wins)
-    if args and args[0] == "run":
+    if args and args[0] == "run":  # (runner.__main__.cli reads ./.env itself)
         from runner.__main__ import cli
 
         # (the one flag `run` takes beside Hydra's overrides, spelled as `grade` spells it)
         rest = ["retry_errors=false" if a == "--no-retry-errors" else a for a in args[1:]]
         return cli(rest, prog=f"{PROG} run")
+    read_dotenv()  # API keys from ./.env (the environment wins)
     parsed = parse(args)
     try:
         if hasattr(parsed, "handler"):
