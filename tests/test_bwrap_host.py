@@ -242,3 +242,33 @@ def test_the_made_etc_keeps_the_allowed_and_public_and_follows_the_host_after_re
     again = hostetc.made(cache, source)
     assert again != first and (again / "os-release").read_text() == "ID=changed\n"
     assert (first / "os-release").read_text() == "ID=test\n"  # sandboxes on the old one keep it
+
+
+MOUNTED_UNDER_USR = """
+import subprocess, sys
+from pathlib import Path
+from harness.sandbox.bwrap.rootfs import empty_layer, host_rootfs
+from harness.sandbox.bwrap.sandbox import BwrapSandbox
+tmp = Path(sys.argv[1])
+subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", "/usr/local/games"], check=True)
+Path("/usr/local/games/driver.txt").write_text("a folder mounted under /usr\\n")
+(tmp / "release").write_text("a file mounted under /usr\\n")
+subprocess.run(["mount", "--bind", str(tmp / "release"), "/usr/lib/os-release"], check=True)
+box = BwrapSandbox.start(host_rootfs("t", (empty_layer(tmp / "layer"),), {}))
+try:
+    print(box.exec("cat /usr/local/games/driver.txt /usr/lib/os-release").output, end="")
+finally:
+    box.close()
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not Path("/usr/local/games").is_dir() or not shutil.which("unshare"),
+                    reason="needs root, /usr/local/games and unshare (a mount namespace of the test's own)")
+def test_the_hosts_mounts_under_usr_are_seen_and_do_not_stop_the_overlay(tmp_path: Path) -> None:
+    # The GPU host mounts its driver's folder under /usr: overlayfs refused a lower layer with mounts under it
+    # once the sandbox's user namespace locked them ("failed to clone lowerpath"), so no sandbox started.
+    # Here a folder and a file are mounted under /usr in a mount namespace of the test's own.
+    done = subprocess.run(["unshare", "-m", "--propagation", "private", sys.executable, "-c", MOUNTED_UNDER_USR,
+                           str(tmp_path)], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout == "a folder mounted under /usr\na file mounted under /usr\n"

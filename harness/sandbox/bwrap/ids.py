@@ -103,16 +103,17 @@ def reachable(folder: Path) -> None:
 @dataclass
 class Views:
     """What a sandbox's bwrap reads of the host's files, each through a view at `folder`/<n>: `specs` for
-    the launch helper (i:PATH idmapped, p:PATH as it is) and, per path, where bwrap finds it."""
+    the launch helper (i:PATH idmapped, p:PATH as it is, both without the mounts under PATH: overlay layers;
+    r:PATH as it is with them: a read-only bind) and, per path, where bwrap finds it."""
     folder: Path
     specs: list[str] = field(default_factory=list)
     at: dict[str, str] = field(default_factory=dict)
 
-    def add(self, path: Path | str, idmapped: bool) -> None:
+    def add(self, path: Path | str, kind: str) -> None:
         key = str(path)
         if key not in self.at:
             self.at[key] = str(self.folder / str(len(self.specs)))
-            self.specs.append(("i:" if idmapped else "p:") + key)
+            self.specs.append(f"{kind}:{key}")
 
     def of(self, path: Path | str) -> str:
         return self.at.get(str(path), str(path))
@@ -124,9 +125,9 @@ def views(folder: Path, lowers: Iterable[Path], binds: Iterable[str]) -> Views:
     found = Views(folder)
     if shifted():
         for lower in lowers:
-            found.add(lower, host_made(lower))
+            found.add(lower, "i" if host_made(lower) else "p")
         for source in binds:
-            found.add(source, False)
+            found.add(source, "r")
     return found
 
 

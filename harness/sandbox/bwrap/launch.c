@@ -1,8 +1,11 @@
 /* How root starts a bubblewrap sandbox whose ids are not the host's: what launch.py does, compiled by the
  * host's C compiler (hardening builds it once). Usage: launch VIEWS BASE COUNT SPEC... -- COMMAND...
- *   VIEWS: an empty folder; SPEC: i:PATH or p:PATH, each shown read-only at VIEWS/<its index>, i: through
- *   an idmapped mount (the host's ids 0.. seen as BASE..: a folder the host made is the sandbox root's),
- *   p: as it is (made by a sandbox: its ids are in the range already).
+ *   VIEWS: an empty folder; SPEC: i:PATH, p:PATH or r:PATH, each shown read-only at VIEWS/<its index>, i:
+ *   through an idmapped mount (the host's ids 0.. seen as BASE..: a folder the host made is the sandbox
+ *   root's), p: as it is (made by a sandbox: its ids are in the range already), r: as it is with the
+ *   mounts under it. i: and p: views are overlay layers: without the mounts under PATH, which the user
+ *   namespace would lock and overlayfs then refuses as a lower layer ("failed to clone lowerpath": the
+ *   GPU host's driver folder under /usr); the sandbox binds those on top (r:).
  * It takes a mount namespace of its own (the views live there, and go with the sandbox), then a user
  * namespace whose ids 0..COUNT-1 are the host's BASE.., mapped by a child still root on the host; it
  * becomes that namespace's root and execs COMMAND (bwrap, which makes the sandbox's other namespaces).
@@ -67,9 +70,18 @@ static int map_and_show(pid_t parent, const char *views, const char *base, const
     for (int n = 0; n < nspecs; n++) {
         const char *source = specs[n] + 2;
         snprintf(path, sizeof path, "%s/%d", views, n);
-        if (mkdir(path, 0755) != 0)
+        struct stat seen;
+        int made = 0;
+        if (stat(source, &seen) == 0 && !S_ISDIR(seen.st_mode)) {  /* (a file bound alone: a file to mount on) */
+            int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+            made = fd < 0 ? -1 : close(fd);
+        } else {
+            made = mkdir(path, 0755);
+        }
+        if (made != 0)
             return fail("making", path);
-        int tree = (int)syscall(SYS_OPEN_TREE, AT_FDCWD, source, CLONE_TREE | O_CLOEXEC | RECURSIVE);
+        int deep = specs[n][0] == 'r' ? RECURSIVE : 0;
+        int tree = (int)syscall(SYS_OPEN_TREE, AT_FDCWD, source, CLONE_TREE | O_CLOEXEC | deep);
         if (tree < 0)
             return fail("opening", source);
         struct attr attr = {ATTR_RDONLY, 0, 0, 0};
@@ -77,7 +89,7 @@ static int map_and_show(pid_t parent, const char *views, const char *base, const
             attr.set |= ATTR_IDMAP;
             attr.userns_fd = (uint64_t)userns;
         }
-        if (syscall(SYS_MOUNT_SETATTR, tree, "", EMPTY_PATH | RECURSIVE, &attr, sizeof attr) != 0)
+        if (syscall(SYS_MOUNT_SETATTR, tree, "", EMPTY_PATH | deep, &attr, sizeof attr) != 0)
             return fail(specs[n][0] == 'i' ? "an idmapped view of (the file system may not support them)"
                                            : "a read-only view of", source);
         if (syscall(SYS_MOVE_MOUNT, tree, "", AT_FDCWD, path, MOVE_FROM_EMPTY) != 0)
@@ -97,8 +109,8 @@ int main(int argc, char **argv) {
     }
     const char *views = argv[1], *base = argv[2], *count = argv[3];
     for (int n = 4; n < dash; n++)
-        if ((argv[n][0] != 'i' && argv[n][0] != 'p') || argv[n][1] != ':') {
-            fprintf(stderr, "optrunner-launch: a view is i:PATH or p:PATH, not %s\n", argv[n]);
+        if (!strchr("ipr", argv[n][0]) || argv[n][1] != ':') {
+            fprintf(stderr, "optrunner-launch: a view is i:PATH, p:PATH or r:PATH, not %s\n", argv[n]);
             return 2;
         }
     if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)

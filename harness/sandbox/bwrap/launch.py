@@ -1,8 +1,8 @@
 """How root starts a bubblewrap sandbox whose ids are not the host's (launch.c, for a host with no compiler).
 
 `python -I -S launch.py VIEWS BASE COUNT SPEC... -- COMMAND...`: take a mount namespace of its own; show
-each SPEC (`i:PATH` through an idmapped mount, the host's ids 0.. seen as BASE..; `p:PATH` as it is)
-read-only at VIEWS/<its index>; take a user namespace whose ids 0..COUNT-1 are the host's BASE.. (mapped
+each SPEC (`i:PATH` through an idmapped mount, the host's ids 0.. seen as BASE..; `p:PATH` as it is; both
+without the mounts under PATH, as overlay layers; `r:PATH` as it is with them) read-only at VIEWS/<its index>; take a user namespace whose ids 0..COUNT-1 are the host's BASE.. (mapped
 by a child still root on the host); become its root and exec COMMAND. Exit 125 and one line on stderr when
 a step fails. Standard library only.
 """
@@ -39,13 +39,17 @@ def _show(libc: ctypes.CDLL, parent: int, views: str, base: str, count: str, spe
     for n, spec in enumerate(specs):
         kind, source = spec[0], spec[2:]
         target = f"{views}/{n}"
-        os.mkdir(target, 0o755)
-        tree = _call(libc.syscall(OPEN_TREE, AT_FDCWD, source.encode(), CLONE_TREE | CLOEXEC | RECURSIVE),
+        if os.path.isdir(source):
+            os.mkdir(target, 0o755)
+        else:  # (a file bound alone: a file to mount on)
+            os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        deep = RECURSIVE if kind == "r" else 0  # (overlay layers without the mounts under them: launch.c)
+        tree = _call(libc.syscall(OPEN_TREE, AT_FDCWD, source.encode(), CLONE_TREE | CLOEXEC | deep),
                      f"opening {source}")
         attr = struct.pack("QQQQ", ATTR_RDONLY | (ATTR_IDMAP if kind == "i" else 0), 0, 0,
                            userns if kind == "i" else 0)
         what = "an idmapped view of (the file system may not support them)" if kind == "i" else "a read-only view of"
-        _call(libc.syscall(MOUNT_SETATTR, tree, b"", EMPTY_PATH | RECURSIVE, attr, len(attr)), f"{what} {source}")
+        _call(libc.syscall(MOUNT_SETATTR, tree, b"", EMPTY_PATH | deep, attr, len(attr)), f"{what} {source}")
         _call(libc.syscall(MOVE_MOUNT, tree, b"", AT_FDCWD, target.encode(), MOVE_FROM_EMPTY), f"showing {source}")
         os.close(tree)
 
@@ -56,9 +60,9 @@ def main(argv: list[str]) -> int:
         return 2
     dash = argv.index("--")
     views, base, count, specs, command = argv[1], argv[2], argv[3], argv[4:dash], argv[dash + 1:]
-    bad = [spec for spec in specs if spec[:2] not in ("i:", "p:")]
+    bad = [spec for spec in specs if spec[:2] not in ("i:", "p:", "r:")]
     if bad:
-        print(f"optrunner-launch: a view is i:PATH or p:PATH, not {bad[0]}", file=sys.stderr)
+        print(f"optrunner-launch: a view is i:PATH, p:PATH or r:PATH, not {bad[0]}", file=sys.stderr)
         return 2
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long

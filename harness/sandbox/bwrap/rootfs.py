@@ -155,9 +155,27 @@ def host_rootfs(name: str, layers: tuple[Path, ...], meta: dict[str, Any]) -> Ro
         if not Path(path).is_dir():
             raise SandboxError(f"{name} was built over this host with its folder {path}, which is gone; its layers "
                                "are built again when the task's images are prepared (optrunner setup)")
-    binds = tuple((path, path) for path in dict.fromkeys([*HOST_DIRS, *(meta.get("binds") or [])]))
+    # (the host's mounts under its system folders, such as a GPU host's driver folder under /usr, bound on top:
+    # the overlays take those folders without them, ids.Views)
+    under = mounts_under([f"/{top}" for top in SYSTEM if Path(f"/{top}").is_dir() and not Path(f"/{top}").is_symlink()])
+    binds = tuple((path, path) for path in dict.fromkeys([*HOST_DIRS, *(meta.get("binds") or []), *under]))
     return Rootfs(name, tuple(mounts), meta.get("env") or {}, meta.get("workdir") or TESTBED,
                   meta.get("labels") or {}, tuple(links), binds)
+
+
+def mounts_under(folders: list[str], mountinfo: str = "/proc/self/mountinfo") -> list[str]:
+    """The outermost mount points strictly under `folders` (a mount inside another one comes with it)."""
+    try:
+        lines = Path(mountinfo).read_text().splitlines()
+    except OSError:
+        return []
+    points = sorted({line.split()[4].encode().decode("unicode_escape") for line in lines if len(line.split()) > 4})
+    found: list[str] = []
+    for point in points:  # (sorted: a mount's parent comes before it)
+        inside = any(point.startswith(folder.rstrip("/") + "/") for folder in folders)
+        if inside and not any(point.startswith(outer + "/") for outer in found):
+            found.append(point)
+    return found
 
 
 def current(name: str, image_id: str | None) -> bool:
