@@ -15,8 +15,9 @@ import pytest
 
 from harness import gpus
 from harness.gpus import Gpu, GpuPool, misfit
-from harness.gpus.twins import cpu_tests
+from harness.gpus.twins import NoTwin, cpu_tests, make_trimmed
 from harness.tasks import TaskError, select_tasks
+from harness.tasks.folder import LISTING
 from harness.tasks.harbor import HarborSource
 from tests.conftest import write_task
 
@@ -408,3 +409,25 @@ def test_attention_sdpa_on_the_cpu_prefills_new_prompts_each_rep_and_credits_its
         "        return kept[tokens.shape]"))
     done = run(kept, "--eqcheck")
     assert done.returncode != 0 and "differs from the reference run's output for the same inputs" in done.stderr
+
+
+def test_a_trimmed_gpu_task_keeps_its_gpu_tests_as_they_are_but_fewer(tmp_path: Path) -> None:
+    # gpu_check.sh --quick grades these on a GPU: each run of a test there costs seconds of process start
+    made = make_trimmed("softmax_fused", tmp_path)
+    source = SUITE_GPU / "softmax_fused"
+    assert sorted(p.name for p in (made / "tests").iterdir()) == ["common.py", "test_narrow.py"]
+    for name in ("common.py", "test_narrow.py"):
+        assert (made / "tests" / name).read_text() == (source / "tests" / name).read_text()
+    assert (made / "task.yaml").read_text() == (source / "task.yaml").read_text()  # (gpus: 1, as it was)
+    assert (made / "expert.patch").read_bytes() == (source / "expert.patch").read_bytes()
+    listing = LISTING.set(True)  # (a machine without GPUs lists GPU tasks rather than skipping them)
+    try:
+        [task] = select_tasks(str(tmp_path))
+    finally:
+        LISTING.reset(listing)
+    assert task.id == "softmax_fused" and task.gpus == 1
+    all_tests = make_trimmed("matmul_tiled", tmp_path / "all")  # (no test chosen for it: all kept)
+    assert sorted(p.name for p in (all_tests / "tests").iterdir()) == sorted(
+        p.name for p in (SUITE_GPU / "matmul_tiled" / "tests").iterdir() if p.name != "__pycache__")
+    with pytest.raises(NoTwin):
+        make_trimmed("no_such_task", tmp_path / "none")

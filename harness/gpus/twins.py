@@ -38,15 +38,19 @@ class NoTwin(ValueError):
 def cpu_tests(source: Path, dest: Path, only: Sequence[str] = ()) -> None:
     """The hidden tests of `source` (a task's tests/ folder) made to run on the CPU, written to `dest`;
     `only`: the test files to keep (by name, with or without .py), the shared modules always."""
-    dest.mkdir(parents=True, exist_ok=True)
-    keep = {name if name.endswith(".py") else f"{name}.py" for name in only}
-    for path in sorted(source.iterdir()):
-        if keep and path.name.startswith("test_") and path.name not in keep:
-            continue
+    for path in _kept(source, dest, only):
         text = path.read_text().replace('device="cuda"', 'device="cpu"').replace(TIMED, TIMED_ON_CPU)
         for big, small in SMALLER:
             text = text.replace(big, small)
         (dest / path.name).write_text(text)
+
+
+def _kept(source: Path, dest: Path, only: Sequence[str]) -> list[Path]:
+    """The files of `source` a copy keeps (every file but the test files not in `only`; all when it is empty)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    keep = {name if name.endswith(".py") else f"{name}.py" for name in only}
+    return [path for path in sorted(source.iterdir())
+            if not (keep and path.name.startswith("test_") and path.name not in keep)]
 
 
 def make_twin(task_id: str, root: Path, only: Sequence[str] | None = None) -> Path:
@@ -62,4 +66,17 @@ def make_twin(task_id: str, root: Path, only: Sequence[str] | None = None) -> Pa
     if "gpus: 1\n" not in text:
         raise NoTwin(f"{task_id}: its task.yaml does not ask for one GPU as a twin expects")
     spec.write_text(text.replace("gpus: 1\n", "gpus: 0  # (a CPU twin: harness.gpus.twins)\n"))
+    return dest
+
+
+def make_trimmed(task_id: str, root: Path, only: Sequence[str] | None = None) -> Path:
+    """GPU task `task_id` as it is, with fewer hidden tests (`only`, default the twin's TESTS, else all), as a
+    task folder under `root`: what `gpu_check.sh --quick` grades on a GPU, where each run of a test costs
+    seconds of starting a fenced process (torch, CUDA, Triton's compile of the kernel)."""
+    if not (SUITE_GPU / task_id / "task.yaml").is_file():
+        raise NoTwin(f"{task_id} is not a task of the GPU family ({SUITE_GPU})")
+    dest = root / task_id
+    shutil.copytree(SUITE_GPU / task_id, dest, ignore=shutil.ignore_patterns("tests", "__pycache__"))
+    for path in _kept(SUITE_GPU / task_id / "tests", dest / "tests", TESTS.get(task_id, ()) if only is None else only):
+        shutil.copy2(path, dest / "tests" / path.name)
     return dest

@@ -2,8 +2,9 @@
 
 `python -I -S launch.py VIEWS BASE COUNT SPEC... -- COMMAND...`: take a mount namespace of its own; show
 each SPEC (`i:PATH` through an idmapped mount, the host's ids 0.. seen as BASE..; `p:PATH` as it is; both
-without the mounts under PATH, as overlay layers; `r:PATH` as it is with them) read-only at VIEWS/<its index>; take a user namespace whose ids 0..COUNT-1 are the host's BASE.. (mapped
-by a child still root on the host); become its root and exec COMMAND. Exit 125 and one line on stderr when
+without the mounts under PATH, as overlay layers; `r:PATH` as it is with them) read-only at VIEWS/<its
+index>; take a user namespace whose ids 0..COUNT-1 are the host's BASE.. (mapped by a child still root on
+the host); become its root and exec COMMAND. Exit 125 and one line on stderr when
 a step fails. Standard library only.
 """
 from __future__ import annotations
