@@ -10,13 +10,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from harness.sandbox.bwrap import registry, rootfs
+from harness.sandbox.bwrap import outside, registry, rootfs
 from harness.sandbox.bwrap.rootfs import ROOTFS, empty_layer, host_rootfs
 from harness.sandbox.bwrap.sandbox import BwrapSandbox
 from harness.sandbox.providers import provider
@@ -272,3 +274,33 @@ def test_the_hosts_mounts_under_usr_are_seen_and_do_not_stop_the_overlay(tmp_pat
                            str(tmp_path)], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout == "a folder mounted under /usr\na file mounted under /usr\n"
+
+
+def test_the_gpu_checks_python_part_stopped_by_sigterm_removes_its_sandbox(tmp_path: Path) -> None:
+    # gpu_check.sh runs under its command's limit (`timeout`, SIGTERM to every process of the check): its
+    # grading parts unwind as the runner does (sandboxes removed, the GPU's clock lock restored on the way
+    # out) and say so in one line.
+    write_task(tmp_path / "tasks", install_commands=["sleep 120"])
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tools" / "gpu_check.py"), "gold", "--provider", "bwrap",
+                             "--rounds", "1", "--regrades", "1", "--selector", str(tmp_path / "tasks")],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **NO_DOCKER})
+    try:
+        deadline = time.monotonic() + 60
+        while not any(pid_running_sleep(d) for d in _ours(proc.pid)):  # (its layer's build is under way)
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 143, err
+    assert err.strip().splitlines()[-1] == "gpu_check.py: stopped by SIGTERM" and "Traceback" not in err, err
+    assert not _ours(proc.pid)
+
+
+def pid_running_sleep(sandbox: Path) -> bool:
+    """Whether the sandbox of this directory runs the install command's `sleep`."""
+    init = registry.read_meta(sandbox).get("init")
+    pidns = registry.pidns_of(init) if init else None
+    return bool(pidns) and any(outside.command_line(pid) == "sleep 120" for pid in outside.pids_in(pidns))

@@ -79,6 +79,7 @@ def test_the_gpu_check_rehearses_on_a_host_laid_out_as_the_gpu_host(tmp_path: Pa
     again = _check(tmp_path, env, "--parts", "probe,noop", "--tasks", "softmax_fused")
     kept = [line.removesuffix(" (kept from before)") for line in again if line.endswith(" (kept from before)")]
     assert kept == [line for line in lines if line.startswith(("probe: ", "gpu-noop: ", "noop: "))], again
-    fresh = _check(tmp_path, env, "--parts", "noop", "--tasks", "softmax_fused", "--again")
-    assert "gpu-noop: Opt@1 0.000, Avg@1 0.000 (statuses: empty_patch)" in fresh
+    fresh = _check(tmp_path, env, "--parts", "probe", "--tasks", "softmax_fused", "--again")  # (the cheap part)
+    assert [line for line in fresh if line.startswith("probe: torch ")] == \
+        [line for line in lines if line.startswith("probe: torch ")], fresh
     assert not any(line.endswith("(kept from before)") for line in fresh), fresh

@@ -142,6 +142,12 @@ def main() -> None:
         one.add_argument("--selector", default="gpu")
         one.add_argument("--tasks", default="")
     args = parser.parse_args()
+    # A check cut short (its command's limit: gpu_check.sh under `timeout`) ends as the runner does, from
+    # its first line on: the context managers unwind (sandboxes removed, the GPU's clock lock restored), one
+    # line says so, and a second signal exits at once.
+    from harness.signals import install
+
+    install()
     if args.part == "opt":
         opt(args.report, args.name)
     elif args.part == "gold":
@@ -152,4 +158,10 @@ def main() -> None:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))
-    main()
+    from harness.signals import Stopped, exit_code
+
+    try:
+        main()
+    except Stopped as stop:
+        print(f"gpu_check.py: stopped by {stop}", file=sys.stderr)
+        sys.exit(exit_code(stop))
