@@ -208,13 +208,14 @@ def test_model_sweep_ranks_oracle_over_weaker_over_noop(study_tasks: Path, tmp_p
     assert by_scaffold[("oracle-weaker", "mini_swe")]["dominance"] == pytest.approx(2 / 3)
     rows = {model: row for (model, scaffold), row in by_scaffold.items() if scaffold == "mini_swe"}
     assert rows["oracle"]["dominance"] == 1.0
-    _check_paper_files(sweep / "aggregate", result)
     unsure = set()  # (the models with a verdict on reaching the expert left uncertain: the oracle's is a tie)
-    for model, row in rows.items():  # the table is what results.jsonl says
+    for model, row in rows.items():
+        if uncertain_ties(results(Path(row["run"]))):
+            unsure.add(model)
+    _check_paper_files(sweep / "aggregate", result, oracle_sure="oracle" not in unsure)
+    for row in rows.values():  # the table is what results.jsonl says
         records = results(Path(row["run"]))
         assert len(records) == 4
-        if uncertain_ties(records):
-            unsure.add(model)
         scores = {t: [r["score"] for r in records if r["instance_id"] == t] for t in ("alpha", "beta")}
         assert row["avg_at_k"] == pytest.approx(sum(sum(v) / 2 for v in scores.values()) / 2)
         assert row["opt_at_1"] == pytest.approx(sum(bool(r["grading"]["opt_commit"]) for r in records) / 4)
@@ -229,9 +230,10 @@ def test_model_sweep_ranks_oracle_over_weaker_over_noop(study_tasks: Path, tmp_p
                                                                          (sweep / "aggregate").glob("*.png")}
 
 
-def _check_paper_files(out: Path, result: dict) -> None:
+def _check_paper_files(out: Path, result: dict, oracle_sure: bool) -> None:
     """The tables and figures of a study: CSV and LaTeX that agree with aggregate.json, a row per rollout,
-    every plot in PNG, PDF and SVG, and intervals around every suite-level number."""
+    every plot in PNG, PDF and SVG, and intervals around every suite-level number. `oracle_sure`: no verdict
+    of the oracle's on reaching the expert (its own patch: a tie) was left uncertain by the grading."""
     systems = list(csv.DictReader((out / "systems.csv").open()))
     assert [(r["system"], float(r["avg_at_k"]), float(r["opt_at_K_lo"])) for r in systems] == \
         [(row["system"], row["avg_at_k"], row["ci"]["opt_at_K"][0]) for row in result["systems"]]
@@ -250,11 +252,13 @@ def _check_paper_files(out: Path, result: dict) -> None:
     for row in result["systems"]:
         assert all(low <= row[m] <= high for m, (low, high) in row["ci"].items()), row["system"]
         assert (Path(row["run"]) / "systems.tex").exists() and (Path(row["run"]) / "rollouts.csv").exists()
-    # The oracle solves every task and the noops none: the oracle is above on every resample, whichever is A.
+    # The oracle solves every task and the noops none: the oracle is above on every resample, whichever is A
+    # (where a tie left one of its verdicts uncertain, as a loaded machine can: above on most resamples).
     oracle_vs_noop = [c for c in result["comparisons"] if c["metric"] == "opt_at_K"
                       and {c["a"].split(" x ")[0], c["b"].split(" x ")[0]} == {"oracle", "noop"}]
     assert len(oracle_vs_noop) == 2
-    assert all((c["a_better"] if c["a"].startswith("oracle x") else c["b_better"]) == 1.0 for c in oracle_vs_noop)
+    better = [c["a_better"] if c["a"].startswith("oracle x") else c["b_better"] for c in oracle_vs_noop]
+    assert all(b == 1.0 if oracle_sure else b > 0.5 for b in better), (better, oracle_sure)
 
 
 @pytest.mark.docker

@@ -332,8 +332,11 @@ def test_wall_clock_limit_ends_the_rollout_and_its_partial_diff_is_graded(slow_d
     assert done.returncode == 0, done.stderr[-2000:]
     (record,) = results(run_dir(tmp_path))
     assert record["exit_reason"] == "time_limit" and record["wall_time_s"] < 25
-    assert record["patch"] and record["grading"]["status"] == "passed" and record["grading"]["opt_commit"], \
-        verdicts(run_dir(tmp_path))
+    # (graded and timed: three times the base's speed; against the expert it is the expert's own code, a tie
+    # that two rounds on a loaded machine may leave uncertain)
+    grading = record["grading"]
+    assert record["patch"] and grading["status"] == "passed" and grading["opt_base"] and \
+        (grading["opt_commit"] or grading["uncertain"]["opt_commit"]), verdicts(run_dir(tmp_path))
 
 
 def test_run_cost_cap_ends_running_rollouts_and_launches_no_more(tasks_dir: Path, tmp_path: Path) -> None:
