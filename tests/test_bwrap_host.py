@@ -304,3 +304,18 @@ def pid_running_sleep(sandbox: Path) -> bool:
     init = registry.read_meta(sandbox).get("init")
     pidns = registry.pidns_of(init) if init else None
     return bool(pidns) and any(outside.command_line(pid) == "sleep 120" for pid in outside.pids_in(pidns))
+
+
+def test_the_mounts_under_the_system_folders_are_read_from_mountinfo(tmp_path: Path) -> None:
+    # (a GPU host's lines: its driver folder with a mount inside it, a file bound alone, an escaped space)
+    (tmp_path / "mountinfo").write_text(
+        "21 1 253:1 / / rw,relatime - ext4 /dev/vda rw\n"
+        "40 21 0:51 / /usr/local/nvidia ro,relatime - tmpfs tmpfs ro\n"
+        "41 40 0:52 / /usr/local/nvidia/lib64 ro,relatime - tmpfs tmpfs ro\n"
+        "42 21 253:1 /srv/libcuda.so.1 /usr/lib/x86_64-linux-gnu/libcuda.so.1 ro - ext4 /dev/vda rw\n"
+        "43 21 0:53 / /usr/share/a\\040b ro - tmpfs tmpfs ro\n"
+        "44 21 0:54 / /usr2/x ro - tmpfs tmpfs ro\n"
+        "45 21 0:5 / /proc rw - proc proc rw\n")
+    assert rootfs.mounts_under(["/usr", "/lib"], str(tmp_path / "mountinfo")) == [
+        "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/local/nvidia", "/usr/share/a b"]
+    assert rootfs.mounts_under(["/usr"], str(tmp_path / "missing")) == []

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -169,7 +170,9 @@ def mounts_under(folders: list[str], mountinfo: str = "/proc/self/mountinfo") ->
         lines = Path(mountinfo).read_text().splitlines()
     except OSError:
         return []
-    points = sorted({line.split()[4].encode().decode("unicode_escape") for line in lines if len(line.split()) > 4})
+    # (mountinfo writes a space, tab, newline or backslash in a path as an octal escape: \040)
+    points = sorted({re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])
+                     for line in lines if len(line.split()) > 4})
     found: list[str] = []
     for point in points:  # (sorted: a mount's parent comes before it)
         inside = any(point.startswith(folder.rstrip("/") + "/") for folder in folders)
