@@ -319,3 +319,16 @@ def test_the_mounts_under_the_system_folders_are_read_from_mountinfo(tmp_path: P
     assert rootfs.mounts_under(["/usr", "/lib"], str(tmp_path / "mountinfo")) == [
         "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/local/nvidia", "/usr/share/a b"]
     assert rootfs.mounts_under(["/usr"], str(tmp_path / "missing")) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="root's sandboxes only: their root must pass through the state folder")
+def test_the_gpu_checks_probe_says_in_one_line_when_no_sandbox_can_start(tmp_path: Path) -> None:
+    # (bwrap itself may run where no sandbox over the host starts: the GPU host refused every overlay over /usr)
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_check.py"), "sandbox"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "OPTRUNNER_BWRAP_STATE": str(closed / "state")})
+    assert done.returncode == 1 and done.stdout == "", done
+    assert done.stderr.strip().splitlines()[-1].startswith(
+        f"probe: no sandbox over this host can start (bwrap: {closed} is closed to other users"), done.stderr

@@ -64,6 +64,8 @@ def test_the_gpu_check_rehearses_on_a_host_laid_out_as_the_gpu_host(tmp_path: Pa
     assert any(line.startswith("probe: torch ") and "sees no GPU here: a rehearsal on the CPU twins" in line
                for line in lines), text
     assert f"probe: over the host, python3 {VENV_PYTHON}, nvcc {cuda}/bin/nvcc, binds " in text
+    assert any(line.startswith("probe: a sandbox over this host starts; its python3 has torch ")
+               and line.endswith(" and sees no GPU") for line in lines), text
     assert "gpu-noop: Opt@1 0.000, Avg@1 0.000 (statuses: empty_patch)" in lines, text
     graded = {line.split(":")[0]: line for line in lines if line.startswith("softmax_fused ")}
     assert graded["softmax_fused gold"].startswith("softmax_fused gold: passed"), text

@@ -2,6 +2,7 @@
 the shell script times each part).
 
   python tools/gpu_check.py opt REPORT NAME                 a run's Opt@1 and Avg@1, from its report.json
+  python tools/gpu_check.py sandbox                         a sandbox over this host: does it start, what torch sees
   python tools/gpu_check.py gold  --provider P --rounds N --regrades K [--selector S] [--tasks a,b]
   python tools/gpu_check.py hacks --provider P --rounds N [--selector S] [--tasks a,b]
 
@@ -117,6 +118,39 @@ def hacks(args: argparse.Namespace) -> None:
             print(line + (f"; reasons: {', '.join(reasons)}" if reasons else "") + (f"; {why}" if why else ""))
 
 
+def sandbox() -> None:
+    """One sandbox over this host as a GPU task's would be (the host's python3 and CUDA bound, the GPUs'
+    device nodes), and what torch sees inside it: the probe's proof that the runs can start here (on the GPU
+    host bwrap itself ran while every overlay over its /usr was refused)."""
+    import tempfile
+
+    from harness.gpus import inventory
+    from harness.sandbox.bwrap.hostextras import extras
+    from harness.sandbox.bwrap.rootfs import empty_layer, host_rootfs
+    from harness.sandbox.bwrap.sandbox import BwrapSandbox
+    from harness.sandbox.interface import SandboxError
+
+    found = extras(needs_gpu=True)
+    python = found.python or "/usr/bin/python3"
+    code = ("import torch; print(torch.__version__, torch.cuda.get_device_name(0) if torch.cuda.is_available() "
+            "else 'no GPU')")
+    with tempfile.TemporaryDirectory(prefix="optrunner-probe-") as tmp:
+        try:
+            box = BwrapSandbox.start(host_rootfs("probe", (empty_layer(Path(tmp) / "layer"),),
+                                                 {"binds": list(found.binds)}), gpus=inventory())
+        except SandboxError as err:
+            sys.exit(f"probe: no sandbox over this host can start ({str(err).splitlines()[0][:300]})")
+        try:
+            done = box.exec(f"{python} -c \"{code}\"", timeout=300)
+        finally:
+            box.close()
+    if done.exit_code != 0:
+        said = (done.output.strip().splitlines() or [f"exit {done.exit_code}"])[-1]
+        sys.exit(f"probe: a sandbox over this host starts, but its {python} cannot import torch ({said[:200]})")
+    version, _, seen = done.output.strip().splitlines()[-1].partition(" ")
+    print(f"probe: a sandbox over this host starts; its python3 has torch {version} and sees {seen}")
+
+
 def _paired_ratios(report: dict[str, Any]) -> list[list[float]]:
     """Per test, each round's ratio of the expert run beside the patch to the patch's run (a report's
     round_times keep, for `commit`, the expert runs paired with that patch)."""
@@ -134,6 +168,7 @@ def main() -> None:
     reading = sub.add_parser("opt")
     reading.add_argument("report")
     reading.add_argument("name")
+    sub.add_parser("sandbox")
     for part in ("gold", "hacks"):
         one = sub.add_parser(part)
         one.add_argument("--provider", required=True)
@@ -150,6 +185,8 @@ def main() -> None:
     install()
     if args.part == "opt":
         opt(args.report, args.name)
+    elif args.part == "sandbox":
+        sandbox()
     elif args.part == "gold":
         gold(args)
     else:

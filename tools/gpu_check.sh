@@ -136,6 +136,7 @@ else "", sep="|")' 2>/dev/null) \
       || { echo "probe: no sandbox can start here ($(tail -1 <<<"$why"))"; return 1; }
     echo "probe: over the host, $($PY -c 'from harness.sandbox.bwrap.hostextras import describe_for_check
 print(describe_for_check())')"
+    $PY tools/gpu_check.py sandbox || return 1  # (one line either way)
   fi
 }
 part probe probe
