@@ -315,6 +315,7 @@ def test_the_mounts_under_the_system_folders_are_read_from_mountinfo(tmp_path: P
         "42 21 253:1 /srv/libcuda.so.1 /usr/lib/x86_64-linux-gnu/libcuda.so.1 ro - ext4 /dev/vda rw\n"
         "43 21 0:53 / /usr/share/a\\040b ro - tmpfs tmpfs ro\n"
         "44 21 0:54 / /usr2/x ro - tmpfs tmpfs ro\n"
+        "46 21 0:55 / /usr/src/closed ro shared:7 unbindable - tmpfs tmpfs ro\n"
         "45 21 0:5 / /proc rw - proc proc rw\n")
     assert rootfs.mounts_under(["/usr", "/lib"], str(tmp_path / "mountinfo")) == [
         "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/local/nvidia", "/usr/share/a b"]

@@ -165,14 +165,16 @@ def host_rootfs(name: str, layers: tuple[Path, ...], meta: dict[str, Any]) -> Ro
 
 
 def mounts_under(folders: list[str], mountinfo: str = "/proc/self/mountinfo") -> list[str]:
-    """The outermost mount points strictly under `folders` (a mount inside another one comes with it)."""
+    """The outermost mount points strictly under `folders` (a mount inside another one comes with it), but
+    those marked unbindable (no view of them can be made; a recursive one left them out as well)."""
     try:
         lines = Path(mountinfo).read_text().splitlines()
     except OSError:
         return []
     # (mountinfo writes a space, tab, newline or backslash in a path as an octal escape: \040)
-    points = sorted({re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])
-                     for line in lines if len(line.split()) > 4})
+    points = sorted({re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+                     for fields in (line.split() for line in lines)
+                     if "-" in fields[6:] and "unbindable" not in fields[6:fields.index("-", 6)]})
     found: list[str] = []
     for point in points:  # (sorted: a mount's parent comes before it)
         inside = any(point.startswith(folder.rstrip("/") + "/") for folder in folders)
