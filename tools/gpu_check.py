@@ -122,6 +122,7 @@ def sandbox() -> None:
     """One sandbox over this host as a GPU task's would be (the host's python3 and CUDA bound, the GPUs'
     device nodes), and what torch sees inside it: the probe's proof that the runs can start here (on the GPU
     host bwrap itself ran while every overlay over its /usr was refused)."""
+    import shlex
     import tempfile
 
     from harness.gpus import inventory
@@ -141,7 +142,7 @@ def sandbox() -> None:
         except SandboxError as err:
             sys.exit(f"probe: no sandbox over this host can start ({str(err).splitlines()[0][:300]})")
         try:
-            done = box.exec(f"{python} -c \"{code}\"", timeout=300)
+            done = box.exec(f"{shlex.quote(python)} -c {shlex.quote(code)}", timeout=300)
         finally:
             box.close()
     if done.exit_code != 0:
