@@ -58,8 +58,7 @@ def make_twin(task_id: str, root: Path, only: Sequence[str] | None = None) -> Pa
     hidden tests `only` (default TESTS; () for all)."""
     if task_id not in TWINS:
         raise NoTwin(f"{task_id} has no CPU twin (twins: {', '.join(TWINS)})")
-    dest = root / task_id
-    shutil.copytree(SUITE_GPU / task_id, dest, ignore=shutil.ignore_patterns("tests", "__pycache__"))
+    dest = _copy_without_tests(task_id, root)
     cpu_tests(SUITE_GPU / task_id / "tests", dest / "tests", TESTS[task_id] if only is None else only)
     spec = dest / "task.yaml"
     text = spec.read_text()
@@ -75,8 +74,14 @@ def make_trimmed(task_id: str, root: Path, only: Sequence[str] | None = None) ->
     seconds of starting a fenced process (torch, CUDA, Triton's compile of the kernel)."""
     if not (SUITE_GPU / task_id / "task.yaml").is_file():
         raise NoTwin(f"{task_id} is not a task of the GPU family ({SUITE_GPU})")
-    dest = root / task_id
-    shutil.copytree(SUITE_GPU / task_id, dest, ignore=shutil.ignore_patterns("tests", "__pycache__"))
+    dest = _copy_without_tests(task_id, root)
     for path in _kept(SUITE_GPU / task_id / "tests", dest / "tests", TESTS.get(task_id, ()) if only is None else only):
         shutil.copy2(path, dest / "tests" / path.name)
+    return dest
+
+
+def _copy_without_tests(task_id: str, root: Path) -> Path:
+    """The task's folder copied under `root`, its hidden tests left for the caller to choose."""
+    dest = root / task_id
+    shutil.copytree(SUITE_GPU / task_id, dest, ignore=shutil.ignore_patterns("tests", "__pycache__"))
     return dest

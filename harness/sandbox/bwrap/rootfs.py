@@ -137,13 +137,14 @@ def host_rootfs(name: str, layers: tuple[Path, ...], meta: dict[str, Any]) -> Ro
     first): its /usr and libraries, an /etc made from an allow-list (hostetc.py), and HOST_DIRS."""
     from harness.sandbox.bwrap import hostetc
 
-    mounts, links = [Mount("/", tuple(layer / ROOT for layer in layers))], []
+    mounts, links, system = [Mount("/", tuple(layer / ROOT for layer in layers))], [], []
     for top in SYSTEM:
         host = Path("/") / top
         if host.is_symlink():
             links.append((os.readlink(host), f"/{top}"))
         elif host.is_dir():
             mounts.append(Mount(f"/{top}", (*(layer / top for layer in layers), host)))
+            system.append(str(host))
     etc = hostetc.made(ROOTFS)
     mounts.append(Mount("/etc", (*(layer / ETC for layer in layers if (layer / ETC).is_dir()), etc)))
     mounts += [Mount(f"/{top}", tuple(layer / top for layer in layers)) for top in OWN]
@@ -158,7 +159,7 @@ def host_rootfs(name: str, layers: tuple[Path, ...], meta: dict[str, Any]) -> Ro
                                "are built again when the task's images are prepared (optrunner setup)")
     # (the host's mounts under its system folders, such as a GPU host's driver folder under /usr, bound on top:
     # the overlays take those folders without them, ids.Views)
-    under = mounts_under([f"/{top}" for top in SYSTEM if Path(f"/{top}").is_dir() and not Path(f"/{top}").is_symlink()])
+    under = mounts_under(system)
     binds = tuple((path, path) for path in dict.fromkeys([*HOST_DIRS, *(meta.get("binds") or []), *under]))
     return Rootfs(name, tuple(mounts), meta.get("env") or {}, meta.get("workdir") or TESTBED,
                   meta.get("labels") or {}, tuple(links), binds)
