@@ -27,7 +27,8 @@ def _has_torch(python: Path) -> bool:
     return subprocess.run([str(python), "-c", "import torch"], capture_output=True).returncode == 0
 
 
-pytestmark = [pytest.mark.skipif(not bwrap_here(), reason="bubblewrap cannot make sandboxes on this machine"),
+pytestmark = [pytest.mark.timing_cpu,
+              pytest.mark.skipif(not bwrap_here(), reason="bubblewrap cannot make sandboxes on this machine"),
               pytest.mark.skipif(not _has_torch(VENV_PYTHON), reason="no torch in the project's venv (make cputorch)"),
               pytest.mark.skipif(_has_torch(Path("/usr/bin/python3")), reason="the system's python3 has torch")]
 
