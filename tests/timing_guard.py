@@ -32,13 +32,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 # Seconds each long file took in make test's first pass (the "time by file" lines, 2026-11-30, three
-# processes on two cores, images and agent images cached): only the order they start in depends on these.
-LONG_FILES = {"tests/test_runner.py": 345, "tests/test_ray.py": 290, "tests/test_gpu_check.py": 166,
-              "tests/test_aggregate.py": 117, "tests/test_sandbox_killed.py": 103, "tests/test_checkpoints.py": 94,
-              "tests/test_harbor_run.py": 83, "tests/test_installed.py": 81, "tests/test_autolab_fixtures.py": 77,
-              "tests/test_bwrap_host.py": 69, "tests/test_sandbox_conformance.py": 65,
-              "tests/test_installed_claude.py": 63, "tests/test_grading.py": 62, "tests/test_gpukit.py": 60,
-              "tests/test_terminus.py": 56, "tests/test_harbor_serve.py": 60}
+# processes on two cores, images and agent images cached; the tests that need no engine have run in the
+# second pass since): only the order they start in depends on these.
+LONG_FILES = {"tests/test_runner.py": 347, "tests/test_ray.py": 263, "tests/test_gpu_check.py": 143,
+              "tests/test_aggregate.py": 120, "tests/test_autolab_fixtures.py": 90, "tests/test_sandbox_killed.py": 88,
+              "tests/test_installed_limits.py": 87, "tests/test_checkpoints.py": 85, "tests/test_harbor_run.py": 84,
+              "tests/test_installed.py": 74, "tests/test_sandbox_conformance.py": 71, "tests/test_terminus.py": 71,
+              "tests/test_bwrap_host.py": 64, "tests/test_installed_claude.py": 63, "tests/test_grading.py": 62,
+              "tests/test_installed_openhands.py": 60, "tests/test_harbor_serve.py": 53}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
