@@ -27,16 +27,27 @@ if [ "$(nproc)" -lt 2 ] || ! command -v taskset >/dev/null; then
 fi
 
 log=$(mktemp "${TMPDIR:-/tmp}/optrunner-beside.XXXXXX")
+# Both run in the background, each in a process group of its own with Ctrl-C's default action, so that a
+# signal to this script reaches each whole at once (a foreground command would hold a trap back until it ended).
+set -m
 DOCKER_HOST=unix:///nonexistent/docker.sock taskset -c 0 nice -n 19 "$PY" -m pytest -q "${BESIDE[@]}" \
   > "$log" 2>&1 &
-pid=$!
-# (an interrupted pass stops both; the log goes with it)
-trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -f "$log"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+beside_pid=$!
+"$PY" -m pytest -q "${TIMED[@]}" &
+timed_pid=$!
+set +m
+stop() {  # as Ctrl-C would: each pytest tears its fixtures down (their sandboxes removed), then exits
+  kill -INT -- -"$timed_pid" -"$beside_pid" 2>/dev/null
+  wait
+  kill -KILL -- -"$timed_pid" -"$beside_pid" 2>/dev/null  # (whatever a test started and left)
+  rm -f "$log"
+}
+trap 'stop; exit 130' INT
+trap 'stop; exit 143' TERM
 
-"$PY" -m pytest -q "${TIMED[@]}"; timed=$?
-wait "$pid"; beside=$?
+wait "$timed_pid"; timed=$?
+wait "$beside_pid"; beside=$?
+trap - INT TERM
 echo "--- beside the timed tests, on CPU 0 at nice 19: $PY -m pytest -q ${BESIDE[*]}"
-cat "$log"
+cat "$log"; rm -f "$log"
 exit $(( timed != 0 || beside != 0 ))
