@@ -43,7 +43,8 @@ class Agent:
     scripted: bool = False  # driven by model=script's plain steps (a terminal agent), else by the oracle
     own_limit: int | None = 3  # the step limit its own turn limit is tested at (None: it keeps none)
     marks: tuple[Any, ...] = ()  # on every case of this agent
-    step_marks: tuple[Any, ...] = ()  # on its step-limit case (slow: make bench)
+    # on its step-limit case, the agent's first here: LONG (its image may be built first), or slow (make bench)
+    step_marks: tuple[Any, ...] = ()
     check: Callable[[dict[str, Any], Path], None] | None = None  # its own assertion on a step-limited run
 
     @property
@@ -58,9 +59,9 @@ class Agent:
 LONG = pytest.mark.long("the agent's image is built from its registry packages on an engine that lacks it: "
                         "up to ~200 s")
 AGENTS = (
-    Agent("mini_swe_agent", ("scaffold.options.args='-c agent.step_limit=0'",), "0.003"),
-    Agent("claude_code", ("scaffold.options.args='--max-turns 1000'",), "0.03", own_limit=2),
-    Agent("codex", (), "0.02", own_limit=None),  # it keeps no turn limit of its own
+    Agent("mini_swe_agent", ("scaffold.options.args='-c agent.step_limit=0'",), "0.003", step_marks=(LONG,)),
+    Agent("claude_code", ("scaffold.options.args='--max-turns 1000'",), "0.03", own_limit=2, step_marks=(LONG,)),
+    Agent("codex", (), "0.02", own_limit=None, step_marks=(LONG,)),  # it keeps no turn limit of its own
     Agent("terminus_2", ("scaffold.options.args='--max-turns 1000'",), "0.01", scripted=True, marks=(needs_312,),
           step_marks=(LONG,), check=_pane_has_no_token),
     Agent("openhands", ("scaffold.options.args='--max-iterations 1000'",), "0.02", scripted=True,
