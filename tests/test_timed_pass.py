@@ -37,19 +37,35 @@ def fake(tmp_path: Path) -> Path:
     return path
 
 
+CALLERS_ENGINE = "unix:///run/the-callers/docker.sock"
+# What the script is started at, as make starts it: every CPU, the normal priority where this test may set it
+# (make test runs this file itself beside the timed tests, on CPU 0 at nice 19: there `nproc` says 1).
+NICE = 0 if os.geteuid() == 0 else os.nice(0)
+
+
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    return {**os.environ, "PIDS": str(tmp_path / "pids"), "TMPDIR": str(tmp_path), **extra}
+    return {**os.environ, "PIDS": str(tmp_path / "pids"), "TMPDIR": str(tmp_path), "DOCKER_HOST": CALLERS_ENGINE,
+            **extra}
+
+
+def _as_make_starts_it() -> None:
+    os.sched_setaffinity(0, range(os.cpu_count() or 1))
+    if os.geteuid() == 0:
+        os.setpriority(os.PRIO_PROCESS, 0, NICE)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # (as a terminal's Ctrl-C finds it, not pytest's ignore)
 
 
 def test_the_tests_beside_run_on_cpu_0_at_nice_19_with_no_engine_and_print_after_the_timed(
         fake: Path, tmp_path: Path) -> None:
-    done = subprocess.run([str(SCRIPT), str(fake)], capture_output=True, text=True, env=_env(tmp_path), timeout=60)
+    done = subprocess.run([str(SCRIPT), str(fake)], capture_output=True, text=True, env=_env(tmp_path), timeout=60,
+                          preexec_fn=_as_make_starts_it)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     beside = next(line for line in lines if line.startswith("beside cpus "))
     assert beside == "beside cpus 0 nice 19 docker unix:///nonexistent/docker.sock", lines
     timed = next(line for line in lines if line.startswith("timed cpus "))
-    assert " nice 0 docker " in timed and "/nonexistent/" not in timed, lines
+    cpus = timed.split()[2]  # (taskset's list: "0,1", "0-15")
+    assert cpus != "0" and timed.endswith(f" nice {NICE} docker {CALLERS_ENGINE}"), lines
     # the timed pass's own lines first (live), then the header and the lines of the tests beside
     header = next(i for i, line in enumerate(lines) if line.startswith("--- beside the timed tests"))
     assert lines.index("timed done") < header < lines.index("beside done"), lines
@@ -60,7 +76,7 @@ def test_the_tests_beside_run_on_cpu_0_at_nice_19_with_no_engine_and_print_after
 def test_either_pass_failing_fails_it_after_both_ran(fake: Path, tmp_path: Path, timed_rc: str, beside_rc: str,
                                                       expected: int) -> None:
     done = subprocess.run([str(SCRIPT), str(fake)], capture_output=True, text=True, timeout=60,
-                          env=_env(tmp_path, TIMED_RC=timed_rc, BESIDE_RC=beside_rc))
+                          env=_env(tmp_path, TIMED_RC=timed_rc, BESIDE_RC=beside_rc), preexec_fn=_as_make_starts_it)
     assert done.returncode == expected, done.stdout
     assert "timed done" in done.stdout and "beside done" in done.stdout
 
@@ -68,9 +84,7 @@ def test_either_pass_failing_fails_it_after_both_ran(fake: Path, tmp_path: Path,
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_stop_ends_both_passes_at_once(fake: Path, tmp_path: Path, signum: int) -> None:
     proc = subprocess.Popen([str(SCRIPT), str(fake)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=_env(tmp_path, WAIT_S="60"), start_new_session=True,
-                            # (SIGINT as a terminal's Ctrl-C finds it: the default action, not pytest's ignore)
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            env=_env(tmp_path, WAIT_S="60"), start_new_session=True, preexec_fn=_as_make_starts_it)
     pids = tmp_path / "pids"
     deadline = time.monotonic() + 30
     while len(pids.read_text().split() if pids.exists() else []) < 2 and time.monotonic() < deadline:
