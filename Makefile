@@ -94,7 +94,7 @@ docs: venv
 	$(VENV)/bin/mkdocs build --strict -q -d site
 
 # The package as a user gets it: the wheel in a fresh venv, used from outside the checkout, runs the offline
-# oracle on one smoke task (Opt@1 1.000). Needs the engine and images (make images).
+# oracle on one smoke task (Opt@1 1.000); make test runs it too (tests/test_wheel.py). Needs the engine and images.
 wheel-check: images
 	$(PY) tests/wheel_check.py
 

@@ -39,7 +39,8 @@ LONG_FILES = {"tests/test_runner.py": 347, "tests/test_ray.py": 263, "tests/test
               "tests/test_installed_limits.py": 87, "tests/test_checkpoints.py": 85, "tests/test_harbor_run.py": 84,
               "tests/test_installed.py": 74, "tests/test_sandbox_conformance.py": 71, "tests/test_terminus.py": 71,
               "tests/test_bwrap_host.py": 64, "tests/test_installed_claude.py": 63, "tests/test_grading.py": 62,
-              "tests/test_installed_openhands.py": 60, "tests/test_harbor_serve.py": 53}
+              "tests/test_installed_openhands.py": 60, "tests/test_harbor_serve.py": 53,
+              "tests/test_wheel.py": 50}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -1,4 +1,4 @@
-"""The package as a user gets it (`make wheel-check`, run by .ci/run before the test suite).
+"""The package as a user gets it (`make wheel-check`; make test runs it as tests/test_wheel.py).
 
 Builds the wheel from this checkout, installs it into a fresh virtual environment in a temporary folder and,
 from a folder outside the checkout, checks that `optrunner --version`, `optrunner --help` and every
@@ -14,6 +14,8 @@ images`); the wheel's copy of the bundled suite hashes to the same image tags, s
 from __future__ import annotations
 
 import argparse
+import fcntl
+import hashlib
 import importlib.util
 import json
 import os
@@ -28,9 +30,23 @@ ROOT = Path(__file__).resolve().parents[1]
 SUBCOMMANDS = ("run", "grade", "judge", "view", "aggregate", "tasks", "build", "validate", "cleanup", "setup", "docs")
 
 
+def build_wheel(dest: Path, *pip_args: str) -> subprocess.CompletedProcess[str]:
+    """`pip wheel` of this checkout into `dest`. setuptools builds in the checkout itself (build/, the
+    .egg-info), so two builds at once (this check and the GPU check's rehearsal, in make test's first pass)
+    would write the same folders: one at a time, under a lock."""
+    lock = Path(tempfile.gettempdir()) / f"optrunner-wheel-{hashlib.sha1(str(ROOT).encode()).hexdigest()[:12]}.lock"
+    with open(lock, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # (released when the file closes, also if this process dies)
+        return subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", *pip_args, "-w", str(dest),
+                               str(ROOT)], capture_output=True, text=True, timeout=600)
+
+
 def step(what: str, cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
     start = time.monotonic()
-    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    return ended(what, subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True), start)
+
+
+def ended(what: str, done: subprocess.CompletedProcess[str], start: float) -> str:
     print(f"wheel-check: {what} ({time.monotonic() - start:.1f}s)", flush=True)
     if done.returncode != 0:
         sys.exit(f"wheel-check: {what} failed with exit {done.returncode}:\n{done.stdout[-3000:]}\n"
@@ -45,8 +61,8 @@ def main() -> None:
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="optrunner-wheel-"))
     try:
-        step("build the wheel", [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp / "dist"),
-                                 str(ROOT)], cwd=tmp)
+        start = time.monotonic()
+        ended("build the wheel", build_wheel(tmp / "dist"), start)
         wheel = next((tmp / "dist").glob("optrunner-*.whl"))
         step("create a fresh venv", [sys.executable, "-m", "venv", str(tmp / "venv")], cwd=tmp)
         bin_dir = tmp / "venv" / "bin"
