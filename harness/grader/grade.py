@@ -217,6 +217,8 @@ def _time(task: Task, base: CodeState, commit: CodeState, patched: dict[int, Cod
             reports[i]["gpu_runs"] = seen
             reports[i]["gpu_throttled_runs"] = sum(1 for per in seen.values() for runs in per.values()
                                                    for run in runs if run["slowdowns"])
+            # files of compiled kernels each state's runs started with (grader.states.warm_up)
+            reports[i]["gpu_warm_files"] = {"base": base.warmed, "patch": state.warmed, "commit": commit.warmed}
         finish(i, "hack_suspect" if reasons else "passed", "; ".join(reasons))
     return policy, gpu_runs
 

@@ -19,6 +19,16 @@ $EPOCHREALTIME around the process) and CPU time (bash's `times`, the children's 
 lists what the run left behind (`left`, IPC objects as `ipc:<kind>:<key>`), so the grader can see
 state a patch's runs write that the base's and the expert's do not (harness.grader.guards). Standard
 tools only: bash, find, setpriv (or the test's own python when an image lacks it), ipcrm.
+
+One thing does carry from run to run, for GPU tasks: a compiler's cache (WARM_CACHES: Triton's, which with a
+fresh HOME every process would otherwise compile each kernel again: untimed, but seconds of the device per
+run). One warm-up run per state, before any reference result exists anywhere (grader.states.warm_up), may
+leave it; its regular files (the fenced user's, one link each, WARM_MAX_KB at most) are copied as root to
+WARM_DIR, read-only, and every later run's HOME starts with a copy of them, owned by root, so that no run can
+change what the next one reads. Why that gives a patch nothing: the warm-up run's inputs are its own (a
+reference run of its own, with a salt no later run uses, and no reference of the base's to read), so no
+result of a timed rep can be in the cache, and what is independent of the inputs a test process may compute
+untimed anyway (its import, setup()).
 """
 from __future__ import annotations
 
@@ -33,6 +43,9 @@ RUNS_DIR = "/var/lib/optrunner-runs"  # root's; one folder per test run inside, 
 WRITABLE_LIST = f"{RUNS_DIR}/.writable"  # the world-writable directories, one per line
 OUTSIDE_SEP = "\x1eoptrunner-outside\x1e"
 MAX_LEFT = 20  # leftover paths reported per run
+WARM_DIR = "/var/lib/optrunner-warm"  # root's: the caches a state's warm-up run left, as HOME-relative paths
+WARM_CACHES = (".triton/cache",)  # (HOME-relative) what a warm-up run may leave to the runs after it
+WARM_MAX_KB = 256 * 1024  # a cache larger than this is not kept (its runs compile as before)
 # Directories never searched for writable places: kernel views, and where runs live.
 _PRUNE = ("/proc", "/sys", "/dev/pts", RUNS_DIR)
 # System V IPC objects outlive the processes that made them (a shared-memory segment is a cache across
@@ -52,6 +65,7 @@ class FenceError(RuntimeError):
 class Fence:
     """How test processes in one container are run fenced: the command that drops to RUN_UID."""
     drop: str  # a command prefix that runs the rest as RUN_UID with no supplementary groups
+    seeded: bool = False  # every run's HOME starts with a copy of WARM_DIR (a warm-up run left caches)
 
 
 @dataclass(frozen=True)
@@ -85,7 +99,7 @@ def fence(sandbox: Sandbox, readonly: tuple[str, ...]) -> Fence:
     prune = " -o ".join(f"-path {p}" for p in _PRUNE)
     dirs = " ".join(shlex.quote(d) for d in readonly if d)
     script = (
-        f"set -e; mkdir -p {RUNS_DIR}; chmod 711 {RUNS_DIR}; "
+        f"set -e; mkdir -p {RUNS_DIR}; chmod 711 {RUNS_DIR}; rm -rf {WARM_DIR}; "  # (only a warm-up run fills it)
         + (f"chmod -R go-w {dirs}; " if dirs else "")
         # One walk of the file system: the files to take write permission off, and the writable directories
         # (-writable: not those of a read-only mount, such as host folders a sandbox binds, whose owners it
@@ -124,9 +138,10 @@ def hand_over(sandbox: Sandbox, path: str, writable: bool) -> None:
                  f"chmod -R a+rX,go-w {shlex.quote(path)}", timeout=60, cwd="/")
 
 
-def wrap(fence_: Fence, command: str) -> str:
+def wrap(fence_: Fence, command: str, keep: bool = False) -> str:
     """`command` as a fenced, measured process (its TMPDIR and HOME its own); the output ends with
-    OUTSIDE_SEP and the measures (`parse`). The command's exit code is kept."""
+    OUTSIDE_SEP and the measures (`parse`). The command's exit code is kept. `keep`: a warm-up run, whose
+    WARM_CACHES are added to WARM_DIR after it (once its processes are gone)."""
     env = ("HOME=\"$R/home\" TMPDIR=\"$R/tmp\" XDG_CACHE_HOME=\"$R/home/.cache\" "
            "XDG_CONFIG_HOME=\"$R/home/.config\" XDG_DATA_HOME=\"$R/home/.local/share\" USER=nobody LOGNAME=nobody")
     kill = f"{fence_.drop} bash -c 'kill -KILL -1' 2>/dev/null"  # every process of the run's user but this one
@@ -141,14 +156,30 @@ def wrap(fence_: Fence, command: str) -> str:
         f"if compgen -G '{RUNS_DIR}/run.*' >/dev/null; then {kill}; {wipe}; rm -rf {RUNS_DIR}/run.*; fi\n"
         f"R={RUNS_DIR}/run.$$ && mkdir -m 755 \"$R\" && "
         f"install -d -o {RUN_UID} -g {RUN_UID} \"$R/home\" \"$R/tmp\" || exit 125\n"
+        + (_SEED if fence_.seeded else "") +
         f"times > \"$R/t0\"; t0=${{EPOCHREALTIME:-$(date +%s.%N)}}\n"
         f"( export {env}; {fence_.drop} bash -c {shlex.quote(command)} )\n"
         f"rc=$?; t1=${{EPOCHREALTIME:-$(date +%s.%N)}}; times > \"$R/t1\"\n"
         f"{kill}\n"  # before listing what it left: nothing writes any more
+        + (_KEEP if keep else "") +
         f"printf '{OUTSIDE_SEP}%s %s\\n' \"$t0\" \"$t1\"; cat \"$R/t0\" \"$R/t1\"; {left}; {_IPC_LIST}\n"
         f"rm -rf \"$R\"; {wipe}\n"
         "exit $rc"
     )
+
+
+# Before a run (as root, outside its clock): the kept caches copied into its HOME, the folders its user's (so
+# that a kernel missing from them can be added), the files root's (so that no run changes what the next reads).
+_SEED = (f"cp -R {WARM_DIR}/. \"$R/home/\" && find \"$R/home\" -mindepth 1 -type d -exec chown {RUN_UID}:{RUN_UID} "
+         "{} + || exit 125\n")
+# After a warm-up run (as root, its processes gone): its caches' regular files of the run's user with one link
+# (no symlink or hard link to what the user could not read), each cache whole or not at all.
+_KEEP = "".join(
+    f"c=\"$R/home\"/{cache}; if [ -d \"$c\" ] && [ ! -L \"$c\" ] && "
+    f"[ \"$(du -sk \"$c\" 2>/dev/null | cut -f1)\" -le {WARM_MAX_KB} ]; then "
+    f"mkdir -p -m 755 {WARM_DIR} && (cd \"$R/home\" && find {cache} -type f -user {RUN_UID} -links 1 -print0 | "
+    f"tar --null --no-recursion -T - -cf -) 2>/dev/null | tar -C {WARM_DIR} --no-same-owner --no-same-permissions "
+    f"-xf - 2>/dev/null; chmod -R a+rX,go-w {WARM_DIR}; fi\n" for cache in WARM_CACHES)
 
 
 def parse(output: str) -> tuple[str, Outside | None]:

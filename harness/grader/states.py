@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.grader.freeze import changed_files, digest, freeze, tool_changes
-from harness.grader.isolation import Fence, Outside, fence, hand_over, parse, precompile, wrap
+from harness.grader.isolation import WARM_DIR, Fence, Outside, fence, hand_over, parse, precompile, wrap
 from harness.grader.patch_paths import UnreadablePatch, section_paths, sections, with_final_newline
 from harness.sandbox.interface import (TESTBED, TRUSTED_ENV, ExecResult, Freezable, Sandbox, harness_exec,
                                        is_excluded)
@@ -152,8 +152,7 @@ def install_tests(sandbox: Sandbox, task: Task, visible: bool = False) -> dict[s
     source (prepare_state calls this once the state is frozen, so nothing of the patch runs after it)."""
     files = {posixpath.join(task.test_dir, name): data for name, data in task.hidden_files}
     files[f"{HIDDEN_DIR}/perfkit.py"] = PERFKIT.read_bytes()
-    # GPU tasks' tests time with gpukit (CUDA events), beside perfkit; so do their CPU twins (harness.gpus.twins)
-    if task.gpus or any(b"import gpukit" in (d if isinstance(d, bytes) else d.encode()) for _, d in task.hidden_files):
+    if task.gpus or imports_gpukit(task):  # (GPU tasks' tests time with it, beside perfkit)
         files[f"{HIDDEN_DIR}/gpukit.py"] = GPUKIT.read_bytes()
     if visible:
         files[posixpath.join(task.test_dir, VISIBLE_TEST)] = VISIBLEKIT.read_bytes()
@@ -209,16 +208,7 @@ def run_test_script(state: "CodeState", test: str, mode: str | None, timeout: fl
     The timing file is printed after a separator by the same command, which saves a round trip.
     """
     task = state.task
-    stem = test.removesuffix(".py")
-    out = f'"$TMPDIR"/.time_{stem}.txt' if state.fence else f"/tmp/.time_{stem}.txt"
-    flag = f"--{mode}" if mode else ""
-    script = posixpath.join(task.test_dir, test)
-    python = shlex.quote(task.test_python)
-    # (the test's own environment, the image's, set after the fence dropped root: harness.grader.isolation)
-    cmd = (f"{env_prefix(state.env)}rm -f {out} && cd {task.test_cwd or task.test_dir} && py={python} && "
-           f"{{ [ -x \"$py\" ] || py=python3; }} "
-           f"&& \"$py\" {shlex.quote(script)} {out} {flag} --file_prefix {REF_DIR}/{stem} "
-           f"&& printf '\\036optrunner-timing-file\\036' && cat {out} && rm -f {out}")
+    cmd = _test_command(state, test, f"--{mode}" if mode else "", f"{REF_DIR}/{test.removesuffix('.py')}")
     if state.fence:
         cmd = wrap(state.fence, cmd)
     if state.fence and mode == "reference":  # the one kind of run that may write outside its own folder
@@ -252,6 +242,42 @@ def run_test_script(state: "CodeState", test: str, mode: str | None, timeout: fl
                                          "and finite")
     calls = [int(m.group(1)) for m in _CALLS_LINE.finditer(text)]
     return TestRun(statistics.fmean(times), outside, max(1, calls[-1]) if calls else 1)
+
+
+def _test_command(state: "CodeState", test: str, flag: str, prefix: str) -> str:
+    """The shell command of one run of hidden test `test`: its output, then its timing file after a separator."""
+    task = state.task
+    stem = test.removesuffix(".py")
+    out = f'"$TMPDIR"/.time_{stem}.txt' if state.fence else f"/tmp/.time_{stem}.txt"
+    script = posixpath.join(task.test_dir, test)
+    python = shlex.quote(task.test_python)
+    # (the test's own environment, the image's, set after the fence dropped root: harness.grader.isolation)
+    return (f"{env_prefix(state.env)}rm -f {out} && cd {task.test_cwd or task.test_dir} && py={python} && "
+            f"{{ [ -x \"$py\" ] || py=python3; }} "
+            f"&& \"$py\" {shlex.quote(script)} {out} {flag} --file_prefix {prefix} "
+            f"&& printf '\\036optrunner-timing-file\\036' && cat {out} && rm -f {out}")
+
+
+def imports_gpukit(task: Task) -> bool:
+    """Whether the hidden tests time with gpukit (the GPU family's, and their CPU twins': harness.gpus.twins)."""
+    return any(b"import gpukit" in (d if isinstance(d, bytes) else d.encode()) for _, d in task.hidden_files)
+
+
+def warm_up(state: "CodeState") -> int:
+    """One run of each hidden test, untimed and unchecked, whose compiler caches every later run of the state
+    starts with (harness.grader.isolation: WARM_CACHES); how many files were kept. Before any reference result
+    exists in any state (prepare_state), as a reference run of its own whose results stay in its TMPDIR: its
+    inputs are drawn from a salt no later run uses. A run that fails leaves what it left (its test runs fail
+    again, checked); one that reaches the test's time limit fails the state, as its first checked run would."""
+    assert state.fence is not None
+    timeout = state.task.test_timeout if state.task.test_timeout is not None else NO_LIMIT_S
+    for test in state.tests:
+        cmd = _test_command(state, test, "--reference", f'"$TMPDIR"/.warm_{test.removesuffix(".py")}')
+        done = state.procs.run(wrap(state.fence, cmd, keep=True), timeout)
+        if done.timed_out:
+            raise StepFailed(f"test {test} (timeout after {timeout:g}s, in its warm-up run)", done.output)
+    counted = harness_exec(state.sandbox, f"find {WARM_DIR} -type f 2>/dev/null | wc -l", timeout=60, cwd="/")
+    return int(counted.output.strip() or 0) if counted.exit_code == 0 else 0
 
 
 def copy_references(source: "CodeState", target: "CodeState") -> int:
@@ -289,6 +315,7 @@ class CodeState:
     expected: dict[str, str] = field(default_factory=dict)  # hidden file -> sha256, checked every round
     env: dict[str, str] = field(default_factory=dict)  # the image's values of TRUSTED_ENV's names (task_env)
     visible: str | None = None  # the visible workload's runner (VISIBLE_TEST) when it was copied in
+    warmed: int = 0  # files of compiler caches its warm-up run left, which every later run starts with
 
 
 def prepare_state(name: str, sandbox: Sandbox, task: Task, patch: str | None = None,
@@ -301,7 +328,8 @@ def prepare_state(name: str, sandbox: Sandbox, task: Task, patch: str | None = N
     compilation) comes before the state is frozen (grader.freeze: no process of theirs is left, tools the
     grader uses checked unchanged), and only then are the hidden files copied in. From there on the grader's
     commands run with no login shell and a fixed environment (harness_exec), and test processes as an
-    unprivileged user (the fence), so nothing the patch wrote runs as root beside the hidden files."""
+    unprivileged user (the fence), so nothing the patch wrote runs as root beside the hidden files. A GPU
+    task's state then runs each test once to compile its kernels for the runs after it (warm_up)."""
     env_of_task = task_env(sandbox)  # (the image's: nothing of the patch is in the sandbox yet)
     if commit:
         checkout(sandbox, commit)
@@ -324,7 +352,12 @@ def prepare_state(name: str, sandbox: Sandbox, task: Task, patch: str | None = N
                       task, None, hooks, built, expected, env_of_task, VISIBLE_TEST if visible else None)
     check_intact(state, "after the build")
     fenced = fence(sandbox, (task.workdir or TESTBED, HIDDEN_DIR)) if fresh else None
-    return replace(state, fence=fenced)
+    state = replace(state, fence=fenced)
+    # A GPU test process compiles its kernels (a CPU twin's: none); only gpukit's reps have inputs of their own
+    if fenced is not None and task.gpus and imports_gpukit(task):
+        if warmed := warm_up(state):
+            state = replace(state, fence=replace(fenced, seeded=True), warmed=warmed)
+    return state
 
 
 def start_up_hooks(sandbox: Sandbox, task: Task, env: dict[str, str]) -> tuple[str, ...]:
