@@ -1,4 +1,4 @@
-"""`.ci/run`'s own logic: its exit status is the suite's and the type check's, and leaving stops the check.
+"""`.ci/run`'s own logic: its exit status is the suite's and the type check's, and a signal stops both.
 
 The script runs as CI runs it, with `make` on PATH replaced by a small script that plays the targets (the
 suite and the type check are tested elsewhere; here what is under test is how the script combines them).
@@ -7,6 +7,7 @@ ended failed under `set -e` and set the script's status to 1.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -20,7 +21,13 @@ ROOT = Path(__file__).resolve().parents[1]
 FAKE_MAKE = """#!/bin/sh
 echo "$1" >> "$CALLS"
 case "$1" in
-  test) [ -n "$TEST_SLEEP" ] && sleep "$TEST_SLEEP"; exit "${TEST_RC:-0}" ;;
+  test)
+    if [ -n "$TEST_SLEEP" ]; then
+      sleep "$TEST_SLEEP" & echo $! > "$SUITE_CHILD"
+      trap 'echo interrupted > "$SUITE_TOLD"; kill $!; exit 130' INT
+      wait
+    fi
+    exit "${TEST_RC:-0}" ;;
   typecheck)
     sleep 300 & echo $! > "$CHECK_CHILD"
     [ -n "$CHECK_WAITS" ] && wait
@@ -39,7 +46,8 @@ def _checkout(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     (bin_dir / "make").write_text(FAKE_MAKE)
     (bin_dir / "make").chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "CALLS": str(tmp_path / "calls"),
-           "CHECK_CHILD": str(tmp_path / "child"), "TMPDIR": str(tmp_path)}
+           "CHECK_CHILD": str(tmp_path / "child"), "SUITE_CHILD": str(tmp_path / "suite_child"),
+           "SUITE_TOLD": str(tmp_path / "suite_told"), "TMPDIR": str(tmp_path)}
     return script, env
 
 
@@ -56,28 +64,48 @@ def test_the_exit_status_is_the_suites_and_the_type_checks(tmp_path: Path, test_
     assert not list(tmp_path.glob("tmp.*"))
 
 
-def test_leaving_early_stops_the_type_check_and_its_children(tmp_path: Path) -> None:
+def _pid(path: Path) -> int:
+    deadline = time.monotonic() + 20
+    while not (path.exists() and path.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return int(path.read_text())
+
+
+def _gone(pid: int, within: float = 10) -> bool:
+    """Whether process `pid` ends within `within` seconds (a zombie no one has reaped yet has ended); if not,
+    it is killed."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z":
+                return True
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        time.sleep(0.1)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("sig, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_interrupts_the_suite_stops_the_type_check_and_waits(tmp_path: Path, sig: signal.Signals,
+                                                                     status: int) -> None:
     script, env = _checkout(tmp_path)
     env.update(TEST_SLEEP="60", CHECK_WAITS="1")
     ci = subprocess.Popen(["bash", str(script)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                           start_new_session=True)
-    child_file = tmp_path / "child"
-    deadline = time.monotonic() + 20
-    while not (child_file.exists() and child_file.read_text().strip()) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    child = int(child_file.read_text())
-    os.kill(child, 0)  # the type check's child runs
     try:
-        ci.send_signal(signal.SIGTERM)
-        assert ci.wait(timeout=20) != 0
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                os.kill(child, 0)
-            except ProcessLookupError:
-                return
-            time.sleep(0.1)
-        os.kill(child, signal.SIGKILL)
-        pytest.fail("the type check's child outlived .ci/run")
+        check_child, suite_child = _pid(tmp_path / "child"), _pid(tmp_path / "suite_child")
+        os.kill(check_child, 0)  # both run
+        os.kill(suite_child, 0)
+        ci.send_signal(sig)  # (to the script alone, as a CI runner's time limit sends it)
+        assert ci.wait(timeout=20) == status
+        # the suite was told as Ctrl-C tells it (pytest then removes its sandboxes), and had ended by then
+        assert (tmp_path / "suite_told").read_text().strip() == "interrupted"
+        assert _gone(suite_child, within=1), "the suite's child outlived .ci/run"
+        assert _gone(check_child), "the type check's child outlived .ci/run"
     finally:
-        os.killpg(ci.pid, signal.SIGKILL)  # the suite's stand-in, which a TERM to the script alone leaves
+        with contextlib.suppress(ProcessLookupError):  # (whatever is left of its group, should it fail)
+            os.killpg(ci.pid, signal.SIGKILL)
