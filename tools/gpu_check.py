@@ -115,6 +115,9 @@ def hacks(args: argparse.Namespace) -> None:
             if patch == "gold" and report["status"] == "passed":  # its rounds' paired ratios, per test
                 rounds = [_hm(list(r)) for r in zip(*_paired_ratios(report))]
                 line += f", hm vs expert per round {', '.join(f'{h:.3f}' for h in rounds)}, CV {_cv(rounds):.2f}%"
+                if warm := report.get("gpu_warm_files"):  # (a GPU task: what its warm-up runs compiled and kept)
+                    line += (f", kernel cache files kept {warm['base']}/{warm['patch']}/{warm['commit']} "
+                             "(base/patch/expert)")
             print(line + (f"; reasons: {', '.join(reasons)}" if reasons else "") + (f"; {why}" if why else ""))
 
 
