@@ -17,10 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from harness.grader import isolation
 from harness.grader.isolation import RUNS_DIR, WARM_DIR, parse, wrap
 from harness.grader.states import REF_DIR, CodeState, copy_references, prepare_state, run_test_script
 from harness.sandbox.bwrap.hostextras import VARIABLE
-from harness.sandbox.providers import provider
+from harness.sandbox.providers import SandboxProvider, provider
+from harness.tasks import Task
 from harness.tasks.folder import load_task
 from tests.conftest import write_task
 from tests.docker_support import bwrap_here
@@ -98,16 +100,25 @@ def _fenced(state: CodeState, command: str) -> tuple[str, tuple[str, ...]]:
     return body, outside.left
 
 
-def test_a_gpu_tasks_warm_up_run_leaves_its_compiled_kernels_to_every_later_run_and_nothing_else(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _gpu_task(root: Path, monkeypatch: pytest.MonkeyPatch, patch_src: str | None = None) -> tuple[SandboxProvider,
+                                                                                                 Task, str]:
+    """The stand-in GPU task (its "expert": `patch_src`), its layers over this host, and the image its states
+    start from."""
     pytest.importorskip("torch")
     monkeypatch.setenv(VARIABLE, sys.executable)  # (this venv's interpreter: it has torch)
     sandboxes = provider("bwrap")
-    folder = write_task(tmp_path, gpus=1, slow_src=COMPILING, test_timeout=120)
+    folder = write_task(root, gpus=1, slow_src=COMPILING, test_timeout=120,
+                        **({"fast_src": patch_src} if patch_src else {}))
     (folder / "tests" / "test_sum.py").write_text(GPU_TEST)
     task = load_task(folder)
     images = sandboxes.ensure_images([task], progress=lambda _m: None, rootfs_from="host")["tiny"]
-    with sandboxes.start(images.base or images.grading) as box:
+    return sandboxes, task, images.base or images.grading
+
+
+def test_a_gpu_tasks_warm_up_run_leaves_its_compiled_kernels_to_every_later_run_and_nothing_else(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sandboxes, task, image = _gpu_task(tmp_path, monkeypatch)
+    with sandboxes.start(image) as box:
         state = prepare_state("base", box, task)
         assert state.warmed == 1 and state.fence is not None and state.fence.seeded
         kept = json.loads(box.read_file(f"{WARM_DIR}/.triton/cache/k1/kernel.json"))
@@ -133,14 +144,7 @@ def test_a_gpu_tasks_warm_up_run_leaves_its_compiled_kernels_to_every_later_run_
 
 def test_a_patch_that_keeps_its_results_in_the_compiler_cache_never_finds_one(tmp_path: Path,
                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("torch")
-    monkeypatch.setenv(VARIABLE, sys.executable)
-    sandboxes = provider("bwrap")
-    folder = write_task(tmp_path, gpus=1, slow_src=COMPILING, fast_src=MEMO, test_timeout=120)
-    (folder / "tests" / "test_sum.py").write_text(GPU_TEST)
-    task = load_task(folder)  # (its "expert" is the patch under test)
-    images = sandboxes.ensure_images([task], progress=lambda _m: None, rootfs_from="host")["tiny"]
-    image = images.base or images.grading
+    sandboxes, task, image = _gpu_task(tmp_path, monkeypatch, MEMO)  # (its "expert" is the patch under test)
     with sandboxes.start(image) as base_box, sandboxes.start(image) as patch_box:
         base = prepare_state("base", base_box, task)
         run_test_script(base, "test_sum.py", "reference", 120)
@@ -152,6 +156,17 @@ def test_a_patch_that_keeps_its_results_in_the_compiler_cache_never_finds_one(tm
             run = run_test_script(patch, "test_sum.py", mode, 120)
             assert run.outside is not None and "~/hit" not in run.outside.left, run
             assert len([p for p in run.outside.left if p.startswith("~/.triton/cache/memo/")]) == 3, run
+
+
+def test_a_cache_of_more_entries_than_allowed_is_not_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # (every later run would copy it: a cache of a million empty files is no bigger than the size cap allows)
+    sandboxes, task, image = _gpu_task(tmp_path, monkeypatch)
+    monkeypatch.setattr(isolation, "WARM_MAX_ENTRIES", 2)  # the stand-in's cache: k1, its kernel and its link
+    with sandboxes.start(image) as box:
+        state = prepare_state("base", box, task)
+        assert state.warmed == 0 and state.fence is not None and not state.fence.seeded
+        run = run_test_script(state, "test_sum.py", "reference", 120)
+        assert run.outside is not None and "~/.triton/cache/k1/kernel.json" in run.outside.left  # compiled again
 
 
 def test_a_gpu_task_whose_test_times_one_fixed_input_gets_no_warm_up_run(tmp_path: Path,

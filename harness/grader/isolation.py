@@ -23,7 +23,8 @@ tools only: bash, find, setpriv (or the test's own python when an image lacks it
 One thing does carry from run to run, for GPU tasks: a compiler's cache (WARM_CACHES: Triton's, which with a
 fresh HOME every process would otherwise compile each kernel again: untimed, but seconds of the device per
 run). One warm-up run per state, before any reference result exists anywhere (grader.states.warm_up), may
-leave it; its regular files (the fenced user's, one link each, WARM_MAX_KB at most) are copied as root to
+leave it; its regular files (the fenced user's, one link each, WARM_MAX_KB and WARM_MAX_ENTRIES at most) are
+copied as root to
 WARM_DIR, read-only, and every later run's HOME starts with a copy of them, owned by root, so that no run can
 change what the next one reads. Why that gives a patch nothing: the warm-up run's inputs are its own (a
 reference run of its own, with a salt no later run uses, and no reference of the base's to read), so no
@@ -45,7 +46,10 @@ OUTSIDE_SEP = "\x1eoptrunner-outside\x1e"
 MAX_LEFT = 20  # leftover paths reported per run
 WARM_DIR = "/var/lib/optrunner-warm"  # root's: the caches a state's warm-up run left, as HOME-relative paths
 WARM_CACHES = (".triton/cache",)  # (HOME-relative) what a warm-up run may leave to the runs after it
-WARM_MAX_KB = 256 * 1024  # a cache larger than this is not kept (its runs compile as before)
+# A cache larger than this, or of more entries (files and folders), is not kept (its runs compile as before):
+# every later run copies it
+WARM_MAX_KB = 64 * 1024  # (a Triton kernel's files are ~0.1-1 MB)
+WARM_MAX_ENTRIES = 4096
 # Directories never searched for writable places: kernel views, and where runs live.
 _PRUNE = ("/proc", "/sys", "/dev/pts", RUNS_DIR)
 # System V IPC objects outlive the processes that made them (a shared-memory segment is a cache across
@@ -161,7 +165,7 @@ def wrap(fence_: Fence, command: str, keep: bool = False) -> str:
         f"( export {env}; {fence_.drop} bash -c {shlex.quote(command)} )\n"
         f"rc=$?; t1=${{EPOCHREALTIME:-$(date +%s.%N)}}; times > \"$R/t1\"\n"
         f"{kill}\n"  # before listing what it left: nothing writes any more
-        + (_KEEP if keep else "") +
+        + (_keep() if keep else "") +
         f"printf '{OUTSIDE_SEP}%s %s\\n' \"$t0\" \"$t1\"; cat \"$R/t0\" \"$R/t1\"; {left}; {_IPC_LIST}\n"
         f"rm -rf \"$R\"; {wipe}\n"
         "exit $rc"
@@ -172,14 +176,18 @@ def wrap(fence_: Fence, command: str, keep: bool = False) -> str:
 # that a kernel missing from them can be added), the files root's (so that no run changes what the next reads).
 _SEED = (f"cp -R {WARM_DIR}/. \"$R/home/\" && find \"$R/home\" -mindepth 1 -type d -exec chown {RUN_UID}:{RUN_UID} "
          "{} + || exit 125\n")
-# After a warm-up run (as root, its processes gone): its caches' regular files of the run's user with one link
-# (no symlink or hard link to what the user could not read), each cache whole or not at all.
-_KEEP = "".join(
-    f"c=\"$R/home\"/{cache}; if [ -d \"$c\" ] && [ ! -L \"$c\" ] && "
-    f"[ \"$(du -sk \"$c\" 2>/dev/null | cut -f1)\" -le {WARM_MAX_KB} ]; then "
-    f"mkdir -p -m 755 {WARM_DIR} && (cd \"$R/home\" && find {cache} -type f -user {RUN_UID} -links 1 -print0 | "
-    f"tar --null --no-recursion -T - -cf -) 2>/dev/null | tar -C {WARM_DIR} --no-same-owner --no-same-permissions "
-    f"-xf - 2>/dev/null; chmod -R a+rX,go-w {WARM_DIR}; fi\n" for cache in WARM_CACHES)
+
+
+def _keep() -> str:
+    """After a warm-up run (as root, its processes gone): its caches' regular files of the run's user with one
+    link (no symlink or hard link to what the user could not read), each cache whole or not at all."""
+    return "".join(
+        f"c=\"$R/home\"/{cache}; if [ -d \"$c\" ] && [ ! -L \"$c\" ] && "
+        f"[ \"$(du -sk \"$c\" 2>/dev/null | cut -f1)\" -le {WARM_MAX_KB} ] && "
+        f"[ \"$(find \"$c\" | head -n {WARM_MAX_ENTRIES + 2} | wc -l)\" -le {WARM_MAX_ENTRIES + 1} ]; then "
+        f"mkdir -p -m 755 {WARM_DIR} && (cd \"$R/home\" && find {cache} -type f -user {RUN_UID} -links 1 -print0 | "
+        f"tar --null --no-recursion -T - -cf -) 2>/dev/null | tar -C {WARM_DIR} --no-same-owner "
+        f"--no-same-permissions -xf - 2>/dev/null; chmod -R a+rX,go-w {WARM_DIR}; fi\n" for cache in WARM_CACHES)
 
 
 def parse(output: str) -> tuple[str, Outside | None]:
