@@ -24,12 +24,11 @@ One thing does carry from run to run, for GPU tasks: a compiler's cache (WARM_CA
 fresh HOME every process would otherwise compile each kernel again: untimed, but seconds of the device per
 run). One warm-up run per state, before any reference result exists anywhere (grader.states.warm_up), may
 leave it; its regular files (the fenced user's, one link each, WARM_MAX_KB and WARM_MAX_ENTRIES at most) are
-copied as root to
-WARM_DIR, read-only, and every later run's HOME starts with a copy of them, owned by root, so that no run can
-change what the next one reads. Why that gives a patch nothing: the warm-up run's inputs are its own (a
-reference run of its own, with a salt no later run uses, and no reference of the base's to read), so no
-result of a timed rep can be in the cache, and what is independent of the inputs a test process may compute
-untimed anyway (its import, setup()).
+copied as root to WARM_DIR, read-only, and every later run's HOME starts with a copy of them, owned by root,
+so that no run can change what the next one reads. Why that gives a patch nothing: the warm-up run's inputs
+are its own (a reference run of its own, with a salt no later run uses, and no reference of the base's to
+read), so no result of a timed rep can be in the cache, and what is independent of the inputs a test process
+may compute untimed anyway (its import, setup()).
 """
 from __future__ import annotations
 
