@@ -30,7 +30,7 @@ from harness.grader.config import GradeConfig
 from harness.grader.judge.config import JudgeConfig
 from harness.models.config import ModelConfig
 from harness.sandbox.interface import DEFAULT_BASE_IMAGE, SandboxLimits
-from harness.sandbox.providers import DEFAULT_PROVIDER, PROVIDERS, ROOTFS, rootfs_problem
+from harness.sandbox.providers import DEFAULT_PROVIDER, PROVIDERS, ROOTFS, isolates, rootfs_problem
 from scaffolds.limits import Limits
 
 
@@ -95,6 +95,8 @@ class SandboxConf(SandboxLimits):
     rootfs: str = "image"  # image | host (harness.sandbox.providers.ROOTFS)
     # rootfs=host: what runs as python3 (a path | system | auto); "": $OPTRUNNER_HOST_PYTHON, else auto
     host_python: str = ""
+    # agents' rollouts on a provider that isolates nothing (sandbox=unsandboxed): refused unless this is set
+    allow_unsandboxed: bool = False
 
     def problems(self) -> list[str]:
         out = super().problems()
@@ -353,6 +355,10 @@ def _check(conf: RunConf) -> None:
     problems = conf.sandbox.problems()
     if problems:
         raise ConfigError(f"sandbox.{problems[0]}")
+    if not isolates(conf.sandbox.provider) and not conf.sandbox.allow_unsandboxed:
+        raise ConfigError(f"sandbox.provider={conf.sandbox.provider} runs agents as plain processes of this host, "
+                          "with nothing isolating them; to do it all the same add sandbox.allow_unsandboxed=true "
+                          "(grading predictions there needs no such setting)")
     if conf.scaffold.name == "installed" and conf.sandbox.rootfs != "image":  # (checked before any install)
         raise ConfigError(f"an installed agent (scaffold=installed/...) is added to each task's image, and "
                           f"sandbox.rootfs={conf.sandbox.rootfs} has none: drop sandbox.rootfs (with sandbox=bwrap, "

@@ -103,7 +103,7 @@ def run_dir(cfg: DictConfig) -> str:
     (["+scaffold.options.observation_limit=lots"], "option 'observation_limit' must be a whole number"),
     (["grading.p=7"], "bad grading option: p must be in (0, 1]"),
     (["grading.verifier_timeout_multiplier=0"], "bad grading option: verifier_timeout_multiplier must be above 0"),
-    (["sandbox.provider=podman"], "error: sandbox.provider must be one of docker, bwrap, got 'podman'"),
+    (["sandbox.provider=podman"], "error: sandbox.provider must be one of docker, bwrap, unsandboxed, got 'podman'"),
     (["output_root=/proc/x"], "error: cannot create folders in /proc: it takes no new folders (a system folder); "
                               "choose another location, e.g. output_root=DIR"),
     # combinations wrong from the config alone, refused before anything is installed or built
@@ -144,7 +144,7 @@ def test_a_mistake_is_one_line_exit_2_and_leaves_nothing(capsys: pytest.CaptureF
     (["model.rate_limit_max_wait_s=-1"], "model.rate_limit_max_wait_s must be 0 or more"),
     (["sandbox.memory=lots"], "sandbox.memory must be a size such as 512m or 4g, got 'lots'"),
     (["sandbox.cpus=-1"], "sandbox.cpus must be more than 0"),
-    (["sandbox.provider=podman"], "sandbox.provider must be one of docker, bwrap, got 'podman'"),
+    (["sandbox.provider=podman"], "sandbox.provider must be one of docker, bwrap, unsandboxed, got 'podman'"),
     (["sandbox=bwrap", "sandbox.rootfs=nfs"], "sandbox.rootfs must be one of image, host, got 'nfs'"),
     (["temperature=-3"], "temperature must be in [0, 2]"),
     (["grading.memory=0g"], "memory must be a size"),

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from harness.grader import isolation
-from harness.sandbox.bwrap import hostextras
-from harness.sandbox.bwrap.hostextras import VARIABLE, extras
+from harness.sandbox import hostextras
+from harness.sandbox.hostextras import VARIABLE, extras
 from harness.sandbox.interface import ImageBuildError
 from harness.sandbox.providers import provider
 from harness.tasks.folder import load_task

@@ -220,7 +220,7 @@ def _provider_internals_outside(graph: dict[str, set[str]]) -> list[str]:
 
 
 def test_the_provider_import_checks_see_what_they_forbid() -> None:
-    assert provider_packages() == ["harness.sandbox.bwrap", "harness.sandbox.docker"]
+    assert provider_packages() == ["harness.sandbox.bwrap", "harness.sandbox.docker", "harness.sandbox.unsandboxed"]
     graph = {"harness.sandbox.bwrap.hostfs": {"harness.sandbox.docker.images", "harness.sandbox.taskimage"},
              "harness.sandbox.docker.layers": {"harness.sandbox.bwrap"},
              "harness.sandbox.taskimage.contents": {"harness.sandbox.docker.images"},

@@ -20,7 +20,7 @@ import pytest
 from harness.grader import isolation
 from harness.grader.isolation import RUNS_DIR, WARM_DIR, parse, wrap
 from harness.grader.states import REF_DIR, CodeState, copy_references, prepare_state, run_test_script
-from harness.sandbox.bwrap.hostextras import VARIABLE
+from harness.sandbox.hostextras import VARIABLE
 from harness.sandbox.providers import SandboxProvider, provider
 from harness.tasks import Task
 from harness.tasks.folder import load_task

@@ -42,7 +42,7 @@ def _tasks(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
         missing = sorted(set(wanted) - {t.id for t in tasks})
         if missing:
             sys.exit(f"gpu_check: no task {', '.join(missing)} in {args.selector}")
-    host = {"rootfs_from": "host"} if args.provider == "bwrap" else {}
+    host = {"rootfs_from": "host"} if args.provider in ("bwrap", "unsandboxed") else {}
     images = provider(args.provider).ensure_images(tasks, progress=lambda _m: None, **host)
     return tasks, images
 
@@ -129,7 +129,7 @@ def sandbox() -> None:
     import tempfile
 
     from harness.gpus import inventory
-    from harness.sandbox.bwrap.hostextras import extras
+    from harness.sandbox.hostextras import extras
     from harness.sandbox.bwrap.rootfs import empty_layer, host_rootfs
     from harness.sandbox.bwrap.sandbox import BwrapSandbox
     from harness.sandbox.interface import SandboxError

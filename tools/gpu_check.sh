@@ -4,7 +4,8 @@
 # gold and weaker patches. One line per figure, and one per part with its time.
 #
 #   tools/gpu_check.sh [--quick] [--cpu] [--tasks ID,..] [--parts P,..] [--rounds N] [--regrades N]
-#                      [--selector S] [--wheels DIR] [--python PY] [--venv DIR] [--provider docker|bwrap]
+#                      [--selector S] [--wheels DIR] [--python PY] [--venv DIR]
+#                      [--provider docker|bwrap|unsandboxed]
 #                      [--out DIR] [--again]
 #
 # --parts     of install, probe, oracle, noop, weaker, gold, hacks (default all, in that order):
@@ -27,7 +28,9 @@
 # --python    the interpreter with torch (default: the first python3 on PATH that imports torch); it is
 #             also what python3 is in the sandboxes over the host (OPTRUNNER_HOST_PYTHON)
 # --venv      the check's venv (default .gpu-venv)
-# --provider  docker where `docker info` answers, else bwrap over the host's own system (sandbox.rootfs=host)
+# --provider  docker where `docker info` answers, else bwrap over the host's own system (sandbox.rootfs=host);
+#             unsandboxed where the probe says no sandbox can start (plain processes of the host, no isolation:
+#             docs/gpus.md)
 # --out       where the runs and each part's line go (default /tmp/optrunner-gpu-check). A part whose line
 #             is there is not run again (a check cut short goes on where it stopped) unless --again.
 # Targets: Opt@1 1.000 (oracle), 0.000 (noop); gold hm against the expert with a CV <= 1% with the SM clock
@@ -68,7 +71,9 @@ fi
 case "$PROVIDER" in
   docker) SANDBOX=(sandbox.provider=docker) ;;
   bwrap) SANDBOX=(sandbox.provider=bwrap sandbox.rootfs=host) ;;
-  *) echo "gpu_check: --provider is docker or bwrap, got $PROVIDER" >&2; exit 2 ;;
+  # (no sandbox at all: the runs' agents are this project's scripted oracle and no-op, hence allowed)
+  unsandboxed) SANDBOX=(sandbox=unsandboxed sandbox.allow_unsandboxed=true) ;;
+  *) echo "gpu_check: --provider is docker, bwrap or unsandboxed, got $PROVIDER" >&2; exit 2 ;;
 esac
 mkdir -p "$OUT/lines"
 PY="$VENV/bin/python"
@@ -134,9 +139,12 @@ else "", sep="|")' 2>/dev/null) \
   if [ "$PROVIDER" = bwrap ]; then
     why=$($PY -c 'from harness.sandbox.bwrap import binary; binary.usable()' 2>&1) \
       || { echo "probe: no sandbox can start here ($(tail -1 <<<"$why"))"; return 1; }
-    echo "probe: over the host, $($PY -c 'from harness.sandbox.bwrap.hostextras import describe_for_check
+    echo "probe: over the host, $($PY -c 'from harness.sandbox.hostextras import describe_for_check
 print(describe_for_check())')"
     $PY tools/gpu_check.py sandbox || return 1  # (one line either way)
+  elif [ "$PROVIDER" = unsandboxed ]; then
+    echo "probe: no sandbox: each state runs as plain processes of this host, $($PY -c 'from harness.sandbox.hostextras import describe_for_check
+print(describe_for_check())')"
   fi
 }
 part probe probe

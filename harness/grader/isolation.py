@@ -36,14 +36,13 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from harness.sandbox.interface import Sandbox, harness_exec
+from harness.layout import RUNS_DIR, WARM_DIR
+from harness.sandbox.interface import Sandbox, SharesHost, harness_exec
 
 RUN_UID = 65534  # `nobody`: owns nothing in a task image
-RUNS_DIR = "/var/lib/optrunner-runs"  # root's; one folder per test run inside, removed after it
 WRITABLE_LIST = f"{RUNS_DIR}/.writable"  # the world-writable directories, one per line
 OUTSIDE_SEP = "\x1eoptrunner-outside\x1e"
 MAX_LEFT = 20  # leftover paths reported per run
-WARM_DIR = "/var/lib/optrunner-warm"  # root's: the caches a state's warm-up run left, as HOME-relative paths
 WARM_CACHES = (".triton/cache",)  # (HOME-relative) what a warm-up run may leave to the runs after it
 # A cache larger than this, or of more entries (files and folders), is not kept (its runs compile as before):
 # every later run copies it
@@ -66,9 +65,10 @@ class FenceError(RuntimeError):
 
 @dataclass(frozen=True)
 class Fence:
-    """How test processes in one container are run fenced: the command that drops to RUN_UID."""
-    drop: str  # a command prefix that runs the rest as RUN_UID with no supplementary groups
+    """How test processes in one container are run fenced: the command that drops to the fenced user."""
+    drop: str  # a command prefix that runs the rest as `uid` with no supplementary groups
     seeded: bool = False  # every run's HOME starts with a copy of WARM_DIR (a warm-up run left caches)
+    uid: int = RUN_UID  # the fenced user (a sandbox over the host's own processes names its own: SharesHost)
 
 
 @dataclass(frozen=True)
@@ -89,28 +89,36 @@ def precompile(sandbox: Sandbox, readonly: tuple[str, ...], python: str) -> None
     dirs = " ".join(shlex.quote(d) for d in readonly if d)
     if dirs:
         py = shlex.quote(python)
-        # (the task's own interpreter and environment, before the state is frozen and the tests are in)
+        # (the task's own interpreter and environment, before the state is frozen and the tests are in; from /,
+        # which `-m` puts first on sys.path: a `compileall.py` the patch added to the repository is not run)
         sandbox.exec(f"p={py}; [ -x \"$p\" ] || p=python3; \"$p\" -m compileall -q -j 0 {dirs} >/dev/null 2>&1 || true",
-                     timeout=600, login=False)
+                     timeout=600, cwd="/", login=False)
 
 
 def fence(sandbox: Sandbox, readonly: tuple[str, ...]) -> Fence:
-    """Make `readonly` (the repository, the tests) unwritable to RUN_UID, take group and other write
+    """Make `readonly` (the repository, the tests) unwritable to the fenced user, take group and other write
     permission off every file in the container, and record the world-writable directories. Standard
     tools only, no interpreter of the task's (a build may have replaced it): it runs after the state is
-    frozen (grader.freeze)."""
+    frozen (grader.freeze). A sandbox whose processes are the host's own (SharesHost) names its own user
+    and the host's folders to list instead: nothing outside the state's own files changes there."""
+    uid = sandbox.run_uid if isinstance(sandbox, SharesHost) else RUN_UID
     prune = " -o ".join(f"-path {p}" for p in _PRUNE)
     dirs = " ".join(shlex.quote(d) for d in readonly if d)
-    script = (
-        f"set -e; mkdir -p {RUNS_DIR}; chmod 711 {RUNS_DIR}; rm -rf {WARM_DIR}; "  # (only a warm-up run fills it)
-        + (f"chmod -R go-w {dirs}; " if dirs else "")
+    writable = (f"\\( -type d -writable \\( -perm -0002 -o \\( -perm -0020 -group {uid} \\) -o -user {uid} \\) "
+                f"-fprint {WRITABLE_LIST} \\)")
+    if isinstance(sandbox, SharesHost):  # only the host's shared folders listed (-H: one given as a link followed)
+        roots = " ".join(shlex.quote(d) for d in sandbox.shared_dirs) or "/nonexistent"
+        walk = f"find -H {roots} {writable} 2>/dev/null || true; "
+    else:
         # One walk of the file system: the files to take write permission off, and the writable directories
         # (-writable: not those of a read-only mount, such as host folders a sandbox binds, whose owners it
         # does not map and so shows as nobody, RUN_UID's name: no one can write there).
-        + f"find / \\( {prune} \\) -prune -o \\( -type f -perm /022 -fprint0 {RUNS_DIR}/.files \\) -o "
-        f"\\( -type d -writable \\( -perm -0002 -o \\( -perm -0020 -group {RUN_UID} \\) -o -user {RUN_UID} \\) "
-        f"-fprint {WRITABLE_LIST} \\) 2>/dev/null || true; "
-        f"xargs -0r chmod go-w < {RUNS_DIR}/.files || true; rm -f {RUNS_DIR}/.files; "
+        walk = (f"find / \\( {prune} \\) -prune -o \\( -type f -perm /022 -fprint0 {RUNS_DIR}/.files \\) -o "
+                f"{writable} 2>/dev/null || true; "
+                f"xargs -0r chmod go-w < {RUNS_DIR}/.files || true; rm -f {RUNS_DIR}/.files; ")
+    script = (
+        f"set -e; mkdir -p {RUNS_DIR}; chmod 711 {RUNS_DIR}; rm -rf {WARM_DIR}; "  # (only a warm-up run fills it)
+        + (f"chmod -R go-w {dirs}; " if dirs else "") + walk +
         "echo \"setpriv-at $(command -v setpriv || echo none)\"; "
         "echo \"python3-at $(command -v python3 || echo none)\""
     )
@@ -124,19 +132,20 @@ def fence(sandbox: Sandbox, readonly: tuple[str, ...]) -> Fence:
             found[key] = value.strip()
     setpriv, python3 = found.get("setpriv-at", "none"), found.get("python3-at", "none")
     if setpriv.startswith("/"):
-        drop = f"{shlex.quote(setpriv)} --reuid={RUN_UID} --regid={RUN_UID} --clear-groups"
+        drop = f"{shlex.quote(setpriv)} --reuid={uid} --regid={uid} --clear-groups"
     elif python3.startswith("/"):  # the system's python drops the privileges instead, isolated from the task
         drop = (f"{shlex.quote(python3)} -I -S -c 'import os, sys; os.setgroups([]); "
-                f"os.setgid({RUN_UID}); os.setuid({RUN_UID}); os.execvp(sys.argv[1], sys.argv[1:])'")
+                f"os.setgid({uid}); os.setuid({uid}); os.execvp(sys.argv[1], sys.argv[1:])'")
     else:
         raise FenceError("could not fence the test processes: the sandbox has neither setpriv nor python3 on "
                          "the standard PATH")
-    return Fence(drop)
+    return Fence(drop, uid=uid)
 
 
-def hand_over(sandbox: Sandbox, path: str, writable: bool) -> None:
-    """Let RUN_UID write `path` (a base's reference results) or take that back (read-only for all)."""
-    owner = f"{RUN_UID}:{RUN_UID}" if writable else "0:0"
+def hand_over(sandbox: Sandbox, path: str, writable: bool, uid: int = RUN_UID) -> None:
+    """Let the fenced user `uid` write `path` (a base's reference results) or take that back (read-only for
+    all)."""
+    owner = f"{uid}:{uid}" if writable else "0:0"
     harness_exec(sandbox, f"mkdir -p {shlex.quote(path)} && chown -R {owner} {shlex.quote(path)} && "
                  f"chmod -R a+rX,go-w {shlex.quote(path)}", timeout=60, cwd="/")
 
@@ -145,12 +154,13 @@ def wrap(fence_: Fence, command: str, keep: bool = False) -> str:
     """`command` as a fenced, measured process (its TMPDIR and HOME its own); the output ends with
     OUTSIDE_SEP and the measures (`parse`). The command's exit code is kept. `keep`: a warm-up run, whose
     WARM_CACHES are added to WARM_DIR after it (once its processes are gone)."""
+    uid = fence_.uid
     env = ("HOME=\"$R/home\" TMPDIR=\"$R/tmp\" XDG_CACHE_HOME=\"$R/home/.cache\" "
            "XDG_CONFIG_HOME=\"$R/home/.config\" XDG_DATA_HOME=\"$R/home/.local/share\" USER=nobody LOGNAME=nobody")
     kill = f"{fence_.drop} bash -c 'kill -KILL -1' 2>/dev/null"  # every process of the run's user but this one
-    wipe = (f"find $(cat {WRITABLE_LIST} 2>/dev/null) -mindepth 1 -user {RUN_UID} -delete 2>/dev/null; "
+    wipe = (f"find $(cat {WRITABLE_LIST} 2>/dev/null) -mindepth 1 -user {uid} -delete 2>/dev/null; "
             f"{fence_.drop} ipcrm -a 2>/dev/null")
-    left = (f"find \"$R/home\" \"$R/tmp\" $(cat {WRITABLE_LIST} 2>/dev/null) -mindepth 1 -user {RUN_UID} "
+    left = (f"find \"$R/home\" \"$R/tmp\" $(cat {WRITABLE_LIST} 2>/dev/null) -mindepth 1 -user {uid} "
             f"-not -type d -printf '%p\\n' 2>/dev/null | head -n {MAX_LEFT} | "
             "sed -e \"s|^$R/home/|~/|\" -e \"s|^$R/tmp/|\\$TMPDIR/|\"")
     return (
@@ -158,13 +168,13 @@ def wrap(fence_: Fence, command: str, keep: bool = False) -> str:
         # compgen: no process started when there is nothing to sweep).
         f"if compgen -G '{RUNS_DIR}/run.*' >/dev/null; then {kill}; {wipe}; rm -rf {RUNS_DIR}/run.*; fi\n"
         f"R={RUNS_DIR}/run.$$ && mkdir -m 755 \"$R\" && "
-        f"install -d -o {RUN_UID} -g {RUN_UID} \"$R/home\" \"$R/tmp\" || exit 125\n"
-        + (_SEED if fence_.seeded else "") +
+        f"install -d -o {uid} -g {uid} \"$R/home\" \"$R/tmp\" || exit 125\n"
+        + (_seed(uid) if fence_.seeded else "") +
         f"times > \"$R/t0\"; t0=${{EPOCHREALTIME:-$(date +%s.%N)}}\n"
         f"( export {env}; {fence_.drop} bash -c {shlex.quote(command)} )\n"
         f"rc=$?; t1=${{EPOCHREALTIME:-$(date +%s.%N)}}; times > \"$R/t1\"\n"
         f"{kill}\n"  # before listing what it left: nothing writes any more
-        + (_keep() if keep else "") +
+        + (_keep(uid) if keep else "") +
         f"printf '{OUTSIDE_SEP}%s %s\\n' \"$t0\" \"$t1\"; cat \"$R/t0\" \"$R/t1\"; {left}; {_IPC_LIST}\n"
         f"rm -rf \"$R\"; {wipe}\n"
         "exit $rc"
@@ -173,18 +183,19 @@ def wrap(fence_: Fence, command: str, keep: bool = False) -> str:
 
 # Before a run (as root, outside its clock): the kept caches copied into its HOME, the folders its user's (so
 # that a kernel missing from them can be added), the files root's (so that no run changes what the next reads).
-_SEED = (f"cp -R {WARM_DIR}/. \"$R/home/\" && find \"$R/home\" -mindepth 1 -type d -exec chown {RUN_UID}:{RUN_UID} "
-         "{} + || exit 125\n")
+def _seed(uid: int) -> str:
+    return (f"cp -R {WARM_DIR}/. \"$R/home/\" && find \"$R/home\" -mindepth 1 -type d -exec chown {uid}:{uid} "
+            "{} + || exit 125\n")
 
 
-def _keep() -> str:
+def _keep(uid: int) -> str:
     """After a warm-up run (as root, its processes gone): its caches' regular files of the run's user with one
     link (no symlink or hard link to what the user could not read), each cache whole or not at all."""
     return "".join(
         f"c=\"$R/home\"/{cache}; if [ -d \"$c\" ] && [ ! -L \"$c\" ] && "
         f"[ \"$(du -sk \"$c\" 2>/dev/null | cut -f1)\" -le {WARM_MAX_KB} ] && "
         f"[ \"$(find \"$c\" | head -n {WARM_MAX_ENTRIES + 2} | wc -l)\" -le {WARM_MAX_ENTRIES + 1} ]; then "
-        f"mkdir -p -m 755 {WARM_DIR} && (cd \"$R/home\" && find {cache} -type f -user {RUN_UID} -links 1 -print0 | "
+        f"mkdir -p -m 755 {WARM_DIR} && (cd \"$R/home\" && find {cache} -type f -user {uid} -links 1 -print0 | "
         f"tar --null --no-recursion -T - -cf -) 2>/dev/null | tar -C {WARM_DIR} --no-same-owner "
         f"--no-same-permissions -xf - 2>/dev/null; chmod -R a+rX,go-w {WARM_DIR}; fi\n" for cache in WARM_CACHES)
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from harness.grader.config import GradeConfig
-from harness.grader.isolation import RUN_UID, parse, wrap
+from harness.grader.isolation import parse, wrap
 from harness.grader.states import CodeState, StepFailed, Stop, env_prefix, reason_of
 from harness.grader.timing import RATIOS, bootstrap, estimates
 from harness.gpus import Gpu
@@ -150,7 +150,7 @@ def _stop(state: CodeState, server: threading.Thread) -> None:
     kill = f"{state.fence.drop} bash -c 'kill -{{sig}} -1' 2>/dev/null"  # (kill -1 spares the caller)
     # Whether any process of the user is left, read from /proc (kill -0 -1 cannot tell: it succeeds when any
     # other process exists, permitted or not)
-    left = f"[ -n \"$(find /proc -mindepth 1 -maxdepth 1 -name '[0-9]*' -user {RUN_UID} -print -quit)\" ]"
+    left = f"[ -n \"$(find /proc -mindepth 1 -maxdepth 1 -name '[0-9]*' -user {state.fence.uid} -print -quit)\" ]"
     polls = int(STOP_GRACE_S / 0.05)
     harness_exec(state.sandbox, f"{kill.format(sig='TERM')}; for _ in $(seq {polls}); do "
                  f"{left} || break; sleep 0.05; done; {kill.format(sig='KILL')}; true", timeout=60, cwd="/")

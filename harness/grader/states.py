@@ -18,15 +18,14 @@ from pathlib import Path
 
 from harness.grader.freeze import changed_files, digest, freeze, tool_changes
 from harness.grader.isolation import WARM_DIR, Fence, Outside, fence, hand_over, parse, precompile, wrap
+from harness.layout import HIDDEN_DIR, PATCH_PATH, SOLUTION_DIR
 from harness.grader.patch_paths import UnreadablePatch, section_paths, sections, with_final_newline
-from harness.sandbox.interface import (TESTBED, TRUSTED_ENV, ExecResult, Freezable, Sandbox, harness_exec,
-                                       is_excluded)
+from harness.sandbox.interface import (TESTBED, TRUSTED_ENV, ExecResult, Freezable, Sandbox, SharesHost,
+                                       harness_exec, is_excluded)
 from harness.sandbox.processes import FreshProcesses
 from harness.tasks.task import OFFLINE_ENV, Task
 
-HIDDEN_DIR = "/hidden_tests"
 REF_DIR = f"{HIDDEN_DIR}/refs"
-PATCH_PATH = "/tmp/.optrunner.patch"
 PERFKIT = Path(__file__).with_name("perfkit.py")
 GPUKIT = Path(__file__).with_name("gpukit.py")
 VISIBLEKIT = Path(__file__).with_name("visiblekit.py")
@@ -132,8 +131,8 @@ def install(sandbox: Sandbox, task: Task) -> None:
 def run_solution(sandbox: Sandbox, task: Task) -> ExecResult:
     """A task's reference solution (Harbor's solution/: solve.sh and its files) copied to /solution in one
     transfer and run as root from the working directory: the task's own code, as the task ships it."""
-    sandbox.write_files({f"/solution/{name}": data for name, data, _mode in task.solution_files})
-    return sandbox.exec("bash /solution/solve.sh", timeout=task.build_timeout, cwd=sandbox.workdir)
+    sandbox.write_files({f"{SOLUTION_DIR}/{name}": data for name, data, _mode in task.solution_files})
+    return sandbox.exec(f"bash {SOLUTION_DIR}/solve.sh", timeout=task.build_timeout, cwd=sandbox.workdir)
 
 
 def checkout(sandbox: Sandbox, commit: str, timeout: float = 300) -> None:
@@ -212,7 +211,7 @@ def run_test_script(state: "CodeState", test: str, mode: str | None, timeout: fl
     if state.fence:
         cmd = wrap(state.fence, cmd)
     if state.fence and mode == "reference":  # the one kind of run that may write outside its own folder
-        hand_over(state.sandbox, REF_DIR, writable=True)
+        hand_over(state.sandbox, REF_DIR, writable=True, uid=state.fence.uid)
     try:
         done = state.procs.run(cmd, timeout if timeout is not None else NO_LIMIT_S)
     finally:
@@ -330,6 +329,9 @@ def prepare_state(name: str, sandbox: Sandbox, task: Task, patch: str | None = N
     commands run with no login shell and a fixed environment (harness_exec), and test processes as an
     unprivileged user (the fence), so nothing the patch wrote runs as root beside the hidden files. A GPU
     task's state then runs each test once to compile its kernels for the runs after it (warm_up)."""
+    if not fresh and isinstance(sandbox, SharesHost):  # (unfenced test processes would be the host's root)
+        raise StepFailed("fencing the tests", "grading.fresh_state=false runs them as root, and this sandbox's "
+                         "processes are the host's own (sandbox=unsandboxed): every test run is fenced there")
     env_of_task = task_env(sandbox)  # (the image's: nothing of the patch is in the sandbox yet)
     if commit:
         checkout(sandbox, commit)

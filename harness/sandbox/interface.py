@@ -262,6 +262,15 @@ class Freezable(Protocol):
 
 
 @runtime_checkable
+class SharesHost(Protocol):
+    """A capability of sandboxes whose processes are the host's own (the opt-in unsandboxed provider): the
+    grader's fence (harness.grader.isolation) acts on the user and the folders they name, never on the host's
+    whole file system or on a user the host has."""
+    run_uid: int  # the fenced test processes' user: this sandbox's own, no other process's
+    shared_dirs: tuple[str, ...]  # the host's world-writable folders its processes can write (/tmp, /dev/shm)
+
+
+@runtime_checkable
 class Listenable(Protocol):
     """A capability some sandboxes have: a port on the sandbox's own loopback that this process serves."""
 

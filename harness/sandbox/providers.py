@@ -28,14 +28,18 @@ Progress = Callable[[str], None]
 CleanupScope = Literal["orphans", "mine", "all"]
 # name -> "module:class"; a provider's `name` attribute is its key here (a Ray node starts the same one by it).
 PROVIDERS = {"docker": "harness.sandbox.docker.provider:DockerProvider",
-             "bwrap": "harness.sandbox.bwrap.provider:BwrapProvider"}  # bubblewrap: the `bwrap` extra
+             "bwrap": "harness.sandbox.bwrap.provider:BwrapProvider",  # bubblewrap: the `bwrap` extra
+             # plain processes of this host, no isolation: opt-in, for hosts where no sandbox can start
+             "unsandboxed": "harness.sandbox.unsandboxed.provider:UnsandboxedProvider"}
 DEFAULT_PROVIDER = "docker"  # what a run or a harness command uses when it names none
 # Where a sandbox's root filesystem comes from (`sandbox.rootfs`): the task image's (image) or the host's (host).
 ROOTFS = ("image", "host")
-# Which of those each provider starts sandboxes from: Docker runs task images only.
-ROOTFS_OF = {"docker": ("image",), "bwrap": ("image", "host")}
+# Which of those each provider starts sandboxes from: Docker runs task images only, unsandboxed the host only.
+ROOTFS_OF = {"docker": ("image",), "bwrap": ("image", "host"), "unsandboxed": ("host",)}
+# Providers whose sandboxes isolate nothing: agent rollouts refuse them unless sandbox.allow_unsandboxed is set.
+NOT_ISOLATED = frozenset({"unsandboxed"})
 # The interpreter a layer over the host runs as python3 (`sandbox.host_python`: a path, system or auto; read
-# when a task's layers are built: harness.sandbox.bwrap.hostextras).
+# when a task's layers are built: harness.sandbox.hostextras).
 HOST_PYTHON = "OPTRUNNER_HOST_PYTHON"
 
 
@@ -44,9 +48,17 @@ def rootfs_problem(name: str, rootfs: str) -> str | None:
     naming the provider that can; read from the config alone, before anything is built."""
     if rootfs in ROOTFS_OF.get(name, ROOTFS):
         return None
+    if rootfs == "image":
+        return f"rootfs=image is not something provider {name} starts (it runs over this host's own system): " \
+               "add sandbox.rootfs=host (grading commands: --rootfs host)"
     able = [p for p, kinds in ROOTFS_OF.items() if rootfs in kinds]
     return (f"rootfs={rootfs} is not something provider {name} starts (it runs task images only): add "
             f"sandbox={able[0]} to the command (it needs no Docker)")
+
+
+def isolates(name: str) -> bool:
+    """Whether provider `name`'s sandboxes isolate what runs in them from the host (the unsandboxed one's do not)."""
+    return name not in NOT_ISOLATED
 
 
 class SandboxProvider(Protocol):

@@ -29,8 +29,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.sandbox.bwrap import hostextras, ids, recipe, rootfs
-from harness.sandbox.bwrap.hostextras import HostExtras
+from harness.sandbox import hostextras
+from harness.sandbox.bwrap import ids, recipe, rootfs
+from harness.sandbox.hostextras import HostExtras
 from harness.sandbox.bwrap.rootfs import ROOTFS, empty_layer, host_rootfs, layer_chain
 from harness.sandbox.interface import (BASE_COMMIT_LABEL, GIT_DIR_LABEL, PINS_LABEL, TESTBED, WORKDIR_LABEL,
                                        ImageBuildError, SandboxLimits, TaskImages)
