@@ -38,8 +38,11 @@ def collect(sandboxes: "SandboxProvider | None" = None, images: Mapping[str, "Ta
     """The provenance of what this process does: `images` are the task images it uses (task id -> its
     images), `grading` its grading settings; the engine is asked through `sandboxes`, whose name is recorded
     beside it (a result names the provider that ran it, e.g. docker or bwrap)."""
+    from harness.sandbox.providers import isolates
     return {"tool": tool(), "python": platform.python_version(), "packages": packages(),
             "sandbox_provider": sandboxes.name if sandboxes is not None else None,
+            # False: nothing isolated what ran (sandbox=unsandboxed), which every report then says
+            "isolated": isolates(sandboxes.name) if sandboxes is not None else None,
             "engine": engine_version(sandboxes), "images": image_ids(sandboxes, images or {}),
             "adapted": {task_id: list(pair.adapted) for task_id, pair in (images or {}).items() if pair.adapted},
             "machine": machine(), "grading": grading_settings(grading)}

@@ -10,7 +10,7 @@ from typing import Any
 from harness import provenance as probe
 from harness.atomic import read_json
 from harness.sandbox.interface import TaskImages
-from harness.sandbox.providers import SandboxProvider
+from harness.sandbox.providers import SandboxProvider, isolates
 from runner.config import RunConf
 from runner.store import RunStore
 
@@ -25,6 +25,7 @@ def collect(conf: RunConf, images: Mapping[str, TaskImages] | None,
     found = probe.collect(sandboxes, images, conf.grading)
     # The run's provider, also where no engine was asked (`sandboxes` None): every path of a run uses it.
     found["sandbox_provider"] = conf.sandbox.provider
+    found["isolated"] = isolates(conf.sandbox.provider)
     return found
 
 

@@ -150,6 +150,11 @@ def render_markdown(report: dict[str, Any], run_dir: str, grading: str = "") -> 
     sysinfo = s["system"]
     lines = [f"# Run report: {sysinfo['model']} x {sysinfo['scaffold']} x {sysinfo['budget']}", "",
              f"Run directory: `{run_dir}`. Model `{sysinfo['model_name']}`.{grading}", ""]
+    made = report.get("provenance") or {}
+    if made.get("isolated") is False:
+        lines += [f"**Unsandboxed**: every sandbox of this run was plain processes of this host "
+                  f"(sandbox.provider={made.get('sandbox_provider')}): nothing isolated the agents or the patches' "
+                  "code from the host or from each other; read its results as those of code you trust.", ""]
     if s["n_missing"]:
         lines += [f"**{s['n_missing']} of {s['n_planned']} planned rollouts have not finished** "
                   "(they count as failures; re-run the same command to finish them).", ""]

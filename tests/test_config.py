@@ -108,6 +108,9 @@ def run_dir(cfg: DictConfig) -> str:
                               "choose another location, e.g. output_root=DIR"),
     # combinations wrong from the config alone, refused before anything is installed or built
     (["sandbox.rootfs=host"], "provider docker starts (it runs task images only): add sandbox=bwrap to the command"),
+    (["sandbox=unsandboxed"], "with nothing isolating them; to do it all the same add sandbox.allow_unsandboxed=true"),
+    (["sandbox.provider=unsandboxed"], "rootfs=image is not something provider unsandboxed starts (it runs over "
+                                       "this host's own system): add sandbox.rootfs=host"),
     (["sandbox=bwrap", "sandbox.rootfs=host", "scaffold=installed/mini_swe_agent"],
      "an installed agent (scaffold=installed/...) is added to each task's image, and sandbox.rootfs=host has none"),
     # refused by the model's access check, after the run wrote its config (removed again): nothing is sent

@@ -10,9 +10,13 @@ beside the gold and weaker patches, in bubblewrap sandboxes over the host's own 
 """
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -87,3 +91,58 @@ def test_the_gpu_check_rehearses_on_a_host_laid_out_as_the_gpu_host(tmp_path: Pa
     assert [line for line in fresh if line.startswith("probe: torch ")] == \
         [line for line in lines if line.startswith("probe: torch ")], fresh
     assert not any(line.endswith("(kept from before)") for line in fresh), fresh
+
+
+@pytest.fixture
+def shared_torch() -> Iterator[Path]:
+    """A venv of the system's python3 with the CPU torch wheel installed in it (from uv's cache, offline: hard
+    links), in a folder every user can read: the unsandboxed provider's tests run as users of their own, to
+    whom the project's venv (its interpreter under root's private home) is out of reach, as gpukit checks torch
+    is installed in the interpreter's own site-packages (a .pth naming another folder is refused)."""
+    wheels = sorted(Path("/opt/wheels").glob("torch-*+cpu-*.whl"))
+    if os.geteuid() != 0 or not wheels:
+        pytest.skip("needs root (the unsandboxed provider) and the CPU torch wheel of /opt/wheels")
+    folder = Path(tempfile.mkdtemp(prefix="optrunner-torch-", dir="/var/tmp"))
+    try:
+        folder.chmod(0o755)
+        subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(folder / "venv")], check=True)
+        done = subprocess.run([sys.executable, "-m", "uv", "pip", "install", "-q", "--offline", "--python",
+                               str(folder / "venv" / "bin" / "python3"), str(wheels[-1])], capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"torch could not be installed offline from uv's cache: {done.stderr.strip()[-200:]}")
+        yield folder / "venv" / "bin" / "python3"
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.long("the GPU check's probe, no-op run and a hacks session of eight code states with no sandbox at all, "
+                  "each run of torch a fenced process of the host: ~140 s")
+def test_the_gpu_check_grades_unsandboxed_where_no_sandbox_can_start(tmp_path: Path, shared_torch: Path) -> None:
+    env = {**os.environ, "PATH": f"/usr/bin:/bin:{VENV_PYTHON.parent}", "DOCKER_HOST": "unix:///nonexistent/docker.sock",
+           "PIP_NO_INDEX": "1"}
+    env.pop("VIRTUAL_ENV", None)
+    done = subprocess.run(["bash", str(ROOT / "tools" / "gpu_check.sh"), "--cpu", "--provider", "unsandboxed",
+                           "--out", str(tmp_path / "out"), "--venv", str(VENV_PYTHON.parent.parent),
+                           "--python", str(shared_torch), "--parts", "probe,noop,hacks", "--tasks", "softmax_fused",
+                           "--rounds", "2"], cwd=ROOT, capture_output=True, text=True, env=env, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    text = "\n".join(lines)
+    assert f"probe: no sandbox: each state runs as plain processes of this host, python3 {shared_torch}" in text
+    assert "gpu-noop: Opt@1 0.000, Avg@1 0.000 (statuses: empty_patch)" in lines, text
+    graded = {line.split(":")[0]: line for line in lines if line.startswith("softmax_fused ")}
+    assert graded["softmax_fused gold"].startswith("softmax_fused gold: passed"), text
+    assert graded["softmax_fused weaker"].startswith("softmax_fused weaker: passed"), text
+    for hack in ("alias_rebound", "timer_rebound", "memo_reps"):
+        assert "test_failed, credited no" in graded[f"softmax_fused {hack}"], text
+    assert "machine: no NVIDIA driver (nvidia-smi absent), provider unsandboxed" in lines, text
+    # every report says so
+    run = tmp_path / "out" / "runs" / "gpu-noop"
+    assert "**Unsandboxed**: every sandbox of this run was plain processes of this host" in (run / "report.md").read_text()
+    made = json.loads((run / "report.json").read_text())["provenance"]
+    assert made["isolated"] is False and made["engine"].startswith("none: plain processes of this host")
+    assert made["adapted"]["softmax_fused"][0].startswith("no sandbox: ")
+    # nothing is left: no state of the check's, no link at a fixed path
+    from harness.sandbox.unsandboxed import state
+    assert not any(os.path.islink(path) for path in state.LINKED), [os.readlink(p) for p in state.LINKED
+                                                                    if os.path.islink(p)]
