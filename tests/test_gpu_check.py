@@ -107,7 +107,8 @@ def shared_torch() -> Iterator[Path]:
         folder.chmod(0o755)
         subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(folder / "venv")], check=True)
         done = subprocess.run([sys.executable, "-m", "uv", "pip", "install", "-q", "--offline", "--python",
-                               str(folder / "venv" / "bin" / "python3"), str(wheels[-1])], capture_output=True, text=True)
+                               str(folder / "venv" / "bin" / "python3"), str(wheels[-1])],
+                              capture_output=True, text=True)
         if done.returncode != 0:
             pytest.skip(f"torch could not be installed offline from uv's cache: {done.stderr.strip()[-200:]}")
         yield folder / "venv" / "bin" / "python3"
@@ -138,7 +139,8 @@ def test_the_gpu_check_grades_unsandboxed_where_no_sandbox_can_start(tmp_path: P
     assert "machine: no NVIDIA driver (nvidia-smi absent), provider unsandboxed" in lines, text
     # every report says so
     run = tmp_path / "out" / "runs" / "gpu-noop"
-    assert "**Unsandboxed**: every sandbox of this run was plain processes of this host" in (run / "report.md").read_text()
+    said = (run / "report.md").read_text()
+    assert "**Unsandboxed**: every sandbox of this run was plain processes of this host" in said
     made = json.loads((run / "report.json").read_text())["provenance"]
     assert made["isolated"] is False and made["engine"].startswith("none: plain processes of this host")
     assert made["adapted"]["softmax_fused"][0].startswith("no sandbox: ")
