@@ -24,6 +24,7 @@ from typing import IO
 from harness.gpus import Gpu, visible_env
 from harness.sandbox import live
 from harness.sandbox.gitdiff import take_diff
+from harness.layout import HIDDEN_DIR, SOLUTION_DIR
 from harness.sandbox.interface import (BASE_COMMIT_LABEL, READ_CAP, TESTBED, ExecResult, FileTooLarge, OutputCapture,
                                        SandboxError, SandboxLimits, Stream, shell_flags)
 from harness.sandbox.unsandboxed import state
@@ -122,12 +123,14 @@ class HostSandbox:
         argv = ["timeout", "-k", str(KILL_GRACE), f"{timeout:g}", "bash", *shell_flags(login), cmd]
         if self._cpus:
             argv = ["taskset", "-c", self._cpus, *argv]
+        # (PWD: the shell's pwd is the sandbox's path, /testbed, not the state's folder the link leads to)
         user = self.builder if login else None  # (None: root, this process's own)
         capture = OutputCapture(self.limits.max_output_bytes)
         with state.pointed(self.files):
             started = time.monotonic()
             try:
-                proc = subprocess.Popen(argv, cwd=cwd or self.workdir, env=self._env(env, login),
+                proc = subprocess.Popen(argv, cwd=cwd or self.workdir,
+                                        env={**self._env(env, login), "PWD": cwd or self.workdir},
                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                         start_new_session=True, user=user, group=user,
                                         extra_groups=[] if login else None)
@@ -267,10 +270,13 @@ class HostSandbox:
         return out
 
     def changed_paths(self) -> list[str]:
-        """The repository's files changed since the state began, and its users' files in the shared folders."""
+        """The repository's files changed since the state began, the files in its tests' and solution's folders,
+        and its users' files in the shared folders."""
         now = _manifest(self.files / "testbed")
         changed = {f"{TESTBED}/{name}" for name in set(now) | set(self._manifest)
                    if now.get(name) != self._manifest.get(name)}
+        for fixed in (HIDDEN_DIR, SOLUTION_DIR):  # (empty when the state began)
+            changed |= {f"{fixed}/{name}" for name in _manifest(self.files / LINKED[fixed])}
         changed |= set(state.files_of((self.builder, self.run_uid)))
         return sorted(changed)
 

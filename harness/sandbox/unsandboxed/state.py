@@ -98,11 +98,16 @@ def _remove(path: Path) -> None:
 
 
 def release_links() -> None:
-    """The links removed (the last state gone): the host's paths as they were."""
+    """The links removed (the last state gone): the host's paths as they were. Not waited for: a command
+    holds the lock (maybe this process's own, a state closed on a signal mid-command), and the next state
+    points them anew, the next release removes them."""
     make_root()
     fd = os.open(ROOT / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return
         if not any(ROOT.glob("sbx-*")):
             for path in LINKED:
                 if os.path.islink(path) and os.readlink(path).startswith(str(ROOT) + "/"):
