@@ -99,12 +99,13 @@ def provider_args(parser: argparse.ArgumentParser, default: str | None = DEFAULT
     (`optrunner grade RUN_DIR`). `--rootfs` (with `rootfs`): image or host, as `sandbox.rootfs`."""
     said = default or "the run's own sandbox.provider; predictions files: " + DEFAULT_PROVIDER
     parser.add_argument("--provider", choices=list(PROVIDERS), default=default,
-                        help=f"the sandbox provider (default: {said}); bwrap is bubblewrap, the 'bwrap' extra")
+                        help=f"the sandbox provider (default: {said}); bwrap is bubblewrap, the 'bwrap' extra; "
+                             "unsandboxed: plain processes of this host, no isolation (with --rootfs host)")
     if rootfs:
         parser.add_argument("--rootfs", choices=("image", "host"), default=None,
                             help="what a sandbox's system is (sandbox.rootfs): the task's image (default"
-                                 + ("" if default else ": the run's own") + ") or, with --provider bwrap, "
-                                 "this host's own (a machine without Docker)")
+                                 + ("" if default else ": the run's own") + ") or, with --provider bwrap or "
+                                 "unsandboxed, this host's own (a machine without Docker)")
 
 
 def _rootfs(args: argparse.Namespace) -> str:

@@ -144,7 +144,7 @@ def test_the_gpu_check_grades_unsandboxed_where_no_sandbox_can_start(tmp_path: P
     made = json.loads((run / "report.json").read_text())["provenance"]
     assert made["isolated"] is False and made["engine"].startswith("none: plain processes of this host")
     assert made["adapted"]["softmax_fused"][0].startswith("no sandbox: ")
-    # nothing is left: no state of the check's, no link at a fixed path
+    # nothing of the check's is left (other tests' states may be alive beside it: theirs are not looked at)
     from harness.sandbox.unsandboxed import state
-    assert not any(os.path.islink(path) for path in state.LINKED), [os.readlink(p) for p in state.LINKED
-                                                                    if os.path.islink(p)]
+    for folder, record in state.records():
+        assert state.owner_alive(str(record.get("owner", ""))), folder

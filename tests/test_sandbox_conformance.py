@@ -62,6 +62,13 @@ UNMET = {"unsandboxed": {
                                                                          "root's, git the host's",
     "test_freezable_sees_from_outside_what_the_sandbox_did": "the agent's user writes the state's folders and the "
                                                              "host's shared ones only (not /var/cache)",
+    # (the cases of other modules that take this module's `name` fixture)
+    "test_a_sandbox_its_processes_ended_is_told_from_one_ended_from_outside": "no keep-alive: a state ends when it "
+                                                                              "is closed, not by its processes",
+    "test_a_sparse_gigabyte_is_read_up_to_the_cap_and_no_further": "files only under the state's fixed paths: /tmp "
+                                                                   "is the host's",
+    "test_an_installed_agents_sparse_log_is_kept_cut": "installed agents need a task image",
+    "test_a_reward_file_over_its_cap_is_no_reward": "folder tasks only: no Harbor verifier's /logs",
 }}
 
 

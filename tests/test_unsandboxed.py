@@ -7,7 +7,6 @@ The whole grading flow on it (oracle, no-op, hack fixtures) is tests/test_gpu_ch
 """
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -73,9 +72,9 @@ def test_each_state_has_its_own_users_files_and_fixed_paths(image: str) -> None:
     finally:
         a.close()
         b.close()
-    assert not any(os.path.islink(p) and os.readlink(p).startswith(str(state.ROOT)) for p in state.LINKED)
-    assert not list(state.ROOT.glob("sbx-*")) or all(
-        state.owner_alive(str(json.loads((f / state.META).read_text())["owner"])) for f in state.ROOT.glob("sbx-*"))
+    assert not (a.directory.exists() or b.directory.exists())  # type: ignore[attr-defined]
+    if not any(state.ROOT.glob("sbx-*")):  # (the last state gone, another test's included: no link is left)
+        assert not any(os.path.islink(p) and os.readlink(p).startswith(str(state.ROOT)) for p in state.LINKED)
 
 
 def test_files_are_the_states_own_and_links_do_not_lead_out(box: HostSandbox) -> None:
