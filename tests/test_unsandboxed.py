@@ -149,3 +149,25 @@ def test_images_only_over_the_host_and_folder_tasks_only(task: Task) -> None:
     from harness.sandbox.unsandboxed.provider import refusal
     from dataclasses import replace
     assert "folder tasks only" in (refusal(replace(task, base_commit="abc")) or "")
+    assert "its own loopback" in (refusal(replace(task, service=object())) or "")  # type: ignore[arg-type]
+    assert refusal(task) is None
+
+
+def test_a_run_is_told_only_the_ipc_objects_of_its_own_user(task: Task, box: HostSandbox) -> None:
+    from harness.grader.isolation import parse, wrap
+
+    # a segment of the host's own (root's), which no run of the state made
+    shmid = subprocess.run(["ipcmk", "-M", "4096"], capture_output=True, text=True, check=True).stdout.split(":")[-1]
+    try:
+        made = prepare_state("base", box, task)
+        assert made.fence is not None and made.fence.shared
+        done = box.exec(wrap(made.fence, "ipcmk -M 8192 >/dev/null && ipcmk -S 1 >/dev/null"), timeout=60,
+                        login=False)
+        _, outside = parse(done.output)
+        assert outside is not None, done.output
+        kinds = sorted(p.split(":")[1] for p in outside.left if p.startswith("ipc:"))
+        assert kinds == ["sem", "shm"], outside.left  # the run's two, not the host's segment
+        mine = subprocess.run(["ipcs", "-m", "-s"], capture_output=True, text=True).stdout
+        assert str(made.fence.uid) not in mine  # (removed after the run, as their owner)
+    finally:
+        subprocess.run(["ipcrm", "-m", shmid.strip()], capture_output=True)

@@ -56,6 +56,11 @@ _PRUNE = ("/proc", "/sys", "/dev/pts", RUNS_DIR)
 # Removed as their owner: root in a container lacks CAP_SYS_ADMIN, which removing another's object needs.
 _IPC_LIST = ("for k in shm sem msg; do { read -r _; while read -r key _; do echo \"ipc:$k:$key\"; done; } "
              "2>/dev/null < /proc/sysvipc/$k; done")
+# Over the host's own processes (SharesHost) the table is the host's: only the fenced user's objects (owner
+# or creator; columns of /proc/sysvipc: shm and msg 8 and 10, sem 5 and 7) are the run's.
+_IPC_MINE = ("for k in shm sem msg; do if [ $k = sem ]; then o=4 c=6; else o=7 c=9; fi; {{ read -r _; "
+             "while read -r -a f; do if [ \"${{f[$o]}}\" = {uid} ] || [ \"${{f[$c]}}\" = {uid} ]; then "
+             "echo \"ipc:$k:${{f[0]}}\"; fi; done; }} 2>/dev/null < /proc/sysvipc/$k; done")
 _TIMES = re.compile(r"(\d+)m([0-9.,]+)s")
 
 
@@ -69,6 +74,7 @@ class Fence:
     drop: str  # a command prefix that runs the rest as `uid` with no supplementary groups
     seeded: bool = False  # every run's HOME starts with a copy of WARM_DIR (a warm-up run left caches)
     uid: int = RUN_UID  # the fenced user (a sandbox over the host's own processes names its own: SharesHost)
+    shared: bool = False  # the sandbox's processes are the host's own (SharesHost): its IPC table is the host's
 
 
 @dataclass(frozen=True)
@@ -139,7 +145,7 @@ def fence(sandbox: Sandbox, readonly: tuple[str, ...]) -> Fence:
     else:
         raise FenceError("could not fence the test processes: the sandbox has neither setpriv nor python3 on "
                          "the standard PATH")
-    return Fence(drop, uid=uid)
+    return Fence(drop, uid=uid, shared=isinstance(sandbox, SharesHost))
 
 
 def hand_over(sandbox: Sandbox, path: str, writable: bool, uid: int = RUN_UID) -> None:
@@ -175,7 +181,8 @@ def wrap(fence_: Fence, command: str, keep: bool = False) -> str:
         f"rc=$?; t1=${{EPOCHREALTIME:-$(date +%s.%N)}}; times > \"$R/t1\"\n"
         f"{kill}\n"  # before listing what it left: nothing writes any more
         + (_keep(uid) if keep else "") +
-        f"printf '{OUTSIDE_SEP}%s %s\\n' \"$t0\" \"$t1\"; cat \"$R/t0\" \"$R/t1\"; {left}; {_IPC_LIST}\n"
+        f"printf '{OUTSIDE_SEP}%s %s\\n' \"$t0\" \"$t1\"; cat \"$R/t0\" \"$R/t1\"; {left}; "
+        f"{_IPC_MINE.format(uid=uid) if fence_.shared else _IPC_LIST}\n"
         f"rm -rf \"$R\"; {wipe}\n"
         "exit $rc"
     )

@@ -118,6 +118,9 @@ def refusal(task: "Task") -> str | None:
     """Why `task` cannot run unsandboxed (one line), or None when it can."""
     if task.environment is not None or task.reward_check is not None:
         return f"task {task.id} is built from its Dockerfile; sandbox=unsandboxed runs folder tasks only"
+    if task.service is not None:
+        return f"task {task.id} serves on its own loopback, which plain processes of this host do not have; " \
+               "use a sandbox (sandbox=docker or bwrap)"
     if task.base_commit or task.prebuilt_image:
         return f"task {task.id} comes from a repository's history or an image; sandbox=unsandboxed runs folder " \
                "tasks only"
