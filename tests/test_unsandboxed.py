@@ -68,6 +68,9 @@ def test_each_state_has_its_own_users_files_and_fixed_paths(image: str) -> None:
         other = b.files / "testbed" / "README.md"  # type: ignore[attr-defined]
         assert a.exec(f"echo x >> {other}").exit_code != 0
         assert a.exec("touch .git/hooks/pre-commit").exit_code != 0
+        # what root's commands add to the work tree (a patch applied) the builder builds in (a rebuild)
+        assert a.exec("mkdir -p added/deep && echo x > added/deep/x.py", login=False).exit_code == 0
+        assert a.exec("echo y > added/deep/x.so && echo z >> added/deep/x.py").exit_code == 0
         assert b.diff() == "" and "note.txt" in a.diff()
     finally:
         a.close()

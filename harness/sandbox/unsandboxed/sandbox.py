@@ -33,6 +33,9 @@ from harness.sandbox.unsandboxed.state import LINKED
 KILL_GRACE = 5  # seconds between TERM and KILL (timeout -k)
 BACKSTOP_GRACE = 15  # extra seconds before a command that ignored its timeout is killed from here
 PROVIDER = "unsandboxed"
+# Root's commands make what they make group-writable: in the work tree (its folders' group the builder's) a
+# folder or file a patch adds stays the builder's to build in; the fence takes group write off after the build.
+ROOT_UMASK = 0o002
 DIFF_FOLDER = "/tmp/.optrunner-diff."  # (gitdiff's: made by root, the one place outside the state read back)
 
 
@@ -133,7 +136,7 @@ class HostSandbox:
                                         env={**self._env(env, login), "PWD": cwd or self.workdir},
                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                         start_new_session=True, user=user, group=user,
-                                        extra_groups=[] if login else None)
+                                        extra_groups=[] if login else None, umask=-1 if login else ROOT_UMASK)
             except (FileNotFoundError, NotADirectoryError) as err:
                 return ExecResult(f"bash: cd: {cwd or self.workdir}: {err.strerror}\n", 1, False, 0.0)
             assert proc.stdout is not None
