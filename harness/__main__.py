@@ -204,7 +204,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     Console().print(table)
     bad = [r.task for r in results if not (r.gold_passes and r.empty_fails)]
     flips = sum(r.flips for r in results)
-    print(f"{len(results) - len(bad)}/{len(results)} tasks valid, {flips} verdict flips; reports in {out}")
+    print(f"{len(results) - len(bad)}/{len(results)} tasks valid, {flips} verdict flips; reports in {out}"
+          + _unsandboxed(provenance))
     if bad:
         print(f"invalid: {', '.join(bad)}", file=sys.stderr)
     return 0 if not bad else 1
@@ -239,8 +240,15 @@ def cmd_grade(args: argparse.Namespace) -> int:
     line = f"Opt@1 {summary['opt_at_k']['1']:.3f}"
     if k != "1":
         line += f"  Opt@{k} {summary['opt_at_k'][k]:.3f} (first {k}: {summary['opt_at_k_first'][k]:.3f})"
-    print(f"{line}  over {summary['tasks']} tasks; statuses {summary['statuses']}; reports in {out}")
+    print(f"{line}  over {summary['tasks']} tasks; statuses {summary['statuses']}; reports in {out}"
+          + _unsandboxed(provenance))
     return 0
+
+
+def _unsandboxed(provenance: dict[str, Any]) -> str:
+    """What a summary line adds when nothing isolated the graded code (the provenance the reports record)."""
+    return "" if provenance.get("isolated") is not False else \
+        f" (unsandboxed: plain processes of this host, sandbox.provider={provenance.get('sandbox_provider')})"
 
 
 def predictions_args(parser: argparse.ArgumentParser, required: bool = True) -> None:

@@ -116,6 +116,7 @@ def shared_torch() -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.mark.timed  # (in the pass of its own: its timing runs and a first-pass test's on one CPU made both noise)
 @pytest.mark.long("the GPU check's probe, no-op run and a hacks session of eight code states with no sandbox at all, "
                   "each run of torch a fenced process of the host: ~140 s")
 def test_the_gpu_check_grades_unsandboxed_where_no_sandbox_can_start(tmp_path: Path, shared_torch: Path) -> None:

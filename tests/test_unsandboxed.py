@@ -174,3 +174,17 @@ def test_a_run_is_told_only_the_ipc_objects_of_its_own_user(task: Task, box: Hos
         assert str(made.fence.uid) not in mine  # (removed after the run, as their owner)
     finally:
         subprocess.run(["ipcrm", "-m", shmid.strip()], capture_output=True)
+
+
+def test_predictions_are_graded_there_and_the_summary_says_unsandboxed(tmp_path: Path) -> None:
+    import json
+
+    predictions = tmp_path / "rollout_0.jsonl"
+    predictions.write_text(json.dumps({"instance_id": "graphroute", "model_patch": "", "model_name_or_path": "m"}))
+    done = subprocess.run([sys.executable, "-m", "runner.cli", "grade", "--predictions", str(predictions), "--tasks",
+                           "graphroute", "--provider", "unsandboxed", "--rootfs", "host", "--rounds", "1", "--out",
+                           str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "(unsandboxed: plain processes of this host, sandbox.provider=unsandboxed)" in done.stdout
+    made = json.loads((tmp_path / "out" / "summary.json").read_text())["provenance"]
+    assert made["isolated"] is False and made["sandbox_provider"] == "unsandboxed"
