@@ -91,6 +91,12 @@ def test_files_are_the_states_own_and_links_do_not_lead_out(box: HostSandbox) ->
     assert not os.path.exists("/etc/optrunner-test")
     with pytest.raises(FileNotFoundError):  # (a link is not followed: not the host's file)
         box.read_file(f"{TESTBED}/name")
+    assert box.exec("mkfifo pipe").exit_code == 0
+    with pytest.raises(FileNotFoundError, match="no regular file"):  # (read at once, not waited on)
+        box.read_file(f"{TESTBED}/pipe")
+    box.write_file(f"{TESTBED}/pipe", "now a file")  # (the FIFO replaced, not written through)
+    box.write_file(f"{TESTBED}/name", "now a file")  # (the link replaced: /etc/hostname untouched)
+    assert box.read_file(f"{TESTBED}/name") == b"now a file" and Path("/etc/hostname").read_text() != "now a file"
 
 
 def test_no_process_of_a_command_outlives_it(box: HostSandbox) -> None:

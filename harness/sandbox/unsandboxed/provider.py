@@ -44,6 +44,10 @@ class UnsandboxedProvider:
         if os.geteuid() != 0:
             raise SandboxUnavailable("sandbox=unsandboxed runs as root (each state's processes drop to users of "
                                      "their own): run it as root")
+        if Path("/proc/sys/fs/protected_hardlinks").read_text().strip() == "0":
+            raise SandboxUnavailable("sandbox=unsandboxed needs fs.protected_hardlinks=1 (most systems' default): "
+                                     "else a state's user could link the host's files into folders root's "
+                                     "commands change (sysctl -w fs.protected_hardlinks=1)")
         taken = state.refused_paths()
         if taken:
             raise SandboxUnavailable(f"sandbox=unsandboxed points {taken[0]} at each graded state, and it is this "

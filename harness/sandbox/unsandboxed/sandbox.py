@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import threading
@@ -188,15 +189,18 @@ class HostSandbox:
 
     def read_file(self, path: str, max_bytes: int = READ_CAP) -> bytes:
         real = self._real(path)
-        try:
-            fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW)
+        try:  # (no wait on a FIFO the agent's user left there)
+            fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError as err:
             if os.path.isdir(real):
                 raise IsADirectoryError(path) from None
             raise FileNotFoundError(path) from err
         with os.fdopen(fd, "rb") as fh:
-            if os.fstat(fd).st_mode & 0o170000 == 0o040000:
+            kind = stat.S_IFMT(os.fstat(fd).st_mode)
+            if kind == stat.S_IFDIR:
                 raise IsADirectoryError(path)
+            if kind != stat.S_IFREG:
+                raise FileNotFoundError(f"{path} is no regular file")
             data = fh.read(max_bytes + 1)
         if len(data) > max_bytes:
             raise FileTooLarge(path, max(len(data), os.path.getsize(real)), max_bytes, data[:max_bytes])
@@ -213,7 +217,9 @@ class HostSandbox:
             except (FileExistsError, NotADirectoryError):
                 raise NotADirectoryError(20, "Not a directory", path) from None
             data = contents.encode() if isinstance(contents, str) else contents
-            fd = os.open(real, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+            if os.path.lexists(real) and not (real.is_file() and not real.is_symlink()) and not real.is_dir():
+                real.unlink()  # (a link, a FIFO the agent's user left: replaced, never written through)
+            fd = os.open(real, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
             if self._in_work_tree(real):
