@@ -12,6 +12,7 @@ import io
 import json
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import tarfile
@@ -162,7 +163,7 @@ def _image(task: "Task", progress: Progress) -> TaskImages:
         if extra.python:  # (the wrapper's folder as it will be named once built: ours, first on PATH)
             (work / "bin").mkdir(mode=0o755)
             for wrapper in ("python3", "python"):
-                (work / "bin" / wrapper).write_text(f'#!/bin/sh\nexec {_quote(extra.python)} "$@"\n')
+                (work / "bin" / wrapper).write_text(f'#!/bin/sh\nexec {shlex.quote(extra.python)} "$@"\n')
                 (work / "bin" / wrapper).chmod(0o755)
             env["PATH"] = f"{final}/bin:{env['PATH']}"
         env = extra.apply(env)
@@ -241,9 +242,6 @@ def _file_digest(path: str) -> str:
     except OSError:
         return "-"
 
-
-def _quote(value: str) -> str:
-    return "'" + value.replace("'", "'\\''") + "'"
 
 
 if TYPE_CHECKING:  # `make typecheck` holds this provider to the whole protocol

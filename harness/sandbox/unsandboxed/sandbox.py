@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import stat
@@ -107,7 +108,7 @@ class HostSandbox:
             for name in [*dirs, *names]:
                 os.chown(os.path.join(folder, name), self.builder, self.builder, follow_symlinks=False)
         self.home.mkdir(mode=0o700)
-        profile = "".join(f"export {k}={_quote(v)}\n" for k, v in self._env(None, True).items() if k != "HOME")
+        profile = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in self._env(None, True).items() if k != "HOME")
         (self.home / ".bash_profile").write_text(profile + '[ -f ~/.bashrc ] && . ~/.bashrc\n')
         for owned in (self.home, self.home / ".bash_profile"):
             os.chown(owned, self.builder, self.builder)
@@ -363,6 +364,3 @@ def _kill_group(pid: int) -> None:
     except OSError:
         pass
 
-
-def _quote(value: str) -> str:
-    return "'" + value.replace("'", "'\\''") + "'"
