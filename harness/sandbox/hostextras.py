@@ -70,12 +70,16 @@ class HostExtras:
         out.update({k: v for k, v in self.env.items() if k != "PATH+"})
         return out
 
+    def wrapper(self) -> str:
+        """The script that runs as python3 and python (WRAPPED): it execs the chosen interpreter."""
+        return f'#!/bin/sh\nexec {shlex.quote(self.python)} "$@"\n'
+
     def setup(self) -> str:
         """The shell command that puts them into a layer ("" when there is nothing to put): the interpreter's
         wrappers, and a profile script with the CUDA variables (a login shell's /etc/profile sets PATH anew)."""
         steps = []
         if self.python:
-            lines = " ".join(shlex.quote(line) for line in ("#!/bin/sh", f'exec {shlex.quote(self.python)} "$@"'))
+            lines = " ".join(shlex.quote(line) for line in self.wrapper().splitlines())
             steps += ["mkdir -p /usr/local/bin"] + [f"printf '%s\\n' {lines} > {path} && chmod 755 {path}"
                                                     for path in WRAPPED]
         if self.cuda:

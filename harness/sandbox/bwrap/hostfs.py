@@ -36,8 +36,8 @@ from harness.sandbox.bwrap.rootfs import ROOTFS, empty_layer, host_rootfs, layer
 from harness.sandbox.interface import (BASE_COMMIT_LABEL, GIT_DIR_LABEL, PINS_LABEL, TESTBED, WORKDIR_LABEL,
                                        ImageBuildError, SandboxLimits, TaskImages)
 from harness.sandbox.providers import Progress
-from harness.sandbox.taskimage.contents import (ADAPTED, CUT_HISTORY, DEFAULT_PATH, GIT_ENV, IMAGE_ENV, VENV_FOUND,
-                                                VENV_PROFILE, repo_tar, task_image_tag, venv_env)
+from harness.sandbox.taskimage.contents import (ADAPTED, BASE_COMMIT, CUT_HISTORY, DEFAULT_PATH, GIT_ENV, IMAGE_ENV,
+                                                VENV_FOUND, VENV_PROFILE, repo_tar, task_image_tag, venv_env)
 from harness.sandbox.taskimage.history import repository_tar
 from harness.sandbox.taskimage.workspace import GIT_DIR, PINS, SNAPSHOT, parse_pins, pins_command
 
@@ -175,8 +175,7 @@ def _image_env(box: "BwrapSandbox", task: "Task") -> dict[str, str]:
 def _from_folder(task: "Task", box: "BwrapSandbox", repository: bytes,
                  progress: Progress) -> tuple[dict[str, str], dict[str, str], str]:
     box.unpack(repository, TESTBED)
-    head = _run(task, box, "git init -q && git add -A && git commit -q -m 'base commit' && git rev-parse HEAD",
-                "git init", env=GIT_ENV)
+    head = _run(task, box, BASE_COMMIT, "git init", env=GIT_ENV)
     _commands(task, box, progress)
     return _image_env(box, task), {BASE_COMMIT_LABEL: head.strip().splitlines()[-1]}, TESTBED
 

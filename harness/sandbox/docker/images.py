@@ -32,8 +32,9 @@ from docker.models.containers import Container
 from harness.sandbox.docker.containers import LABEL, OWNER_LABEL, owner_id
 from harness.sandbox.docker.stream import run_exec
 from harness.sandbox.interface import BASE_COMMIT_LABEL, DEFAULT_BASE_IMAGE, TESTBED, ImageBuildError
-from harness.sandbox.taskimage.contents import (DEFAULT_PATH, GIT_ENV, IMAGE_ENV, RECIPE_VERSION, VENV_FOUND,
-                                                VENV_PROFILE, content_hash, repo_tar, task_image_tag, venv_env)
+from harness.sandbox.taskimage.contents import (BASE_COMMIT, DEFAULT_PATH, GIT_ENV, IMAGE_ENV, RECIPE_VERSION,
+                                                VENV_FOUND, VENV_PROFILE, content_hash, repo_tar, task_image_tag,
+                                                venv_env)
 from harness.sandbox.taskimage.history import repository_tar
 from harness.tasks.task import Task
 
@@ -182,8 +183,7 @@ def ensure_task_image(client: docker.DockerClient, task: Task, base_tag: str, pr
         else:
             container.put_archive(TESTBED, repo_tar(task))
             # One fresh commit of the tree: no history, so no later commit is reachable from the image.
-            sha = run_step(container, "git init -q && git add -A && git commit -q -m 'base commit' && "
-                           "git rev-parse HEAD", f"task {task.id}: git init", env=GIT_ENV, workdir=TESTBED)
+            sha = run_step(container, BASE_COMMIT, f"task {task.id}: git init", env=GIT_ENV, workdir=TESTBED)
         for kind, commands in (("setup", task.setup_commands), ("install", task.install_steps)):
             for cmd in commands:
                 progress(f"[{task.id}] {kind}: {cmd.splitlines()[0]}{' ...' if chr(10) in cmd else ''}")

@@ -28,6 +28,9 @@ GIT_ENV = {
     "GIT_COMMITTER_NAME": "optrunner", "GIT_COMMITTER_EMAIL": "optrunner@localhost",
     "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
 }
+# A folder task's tree as one fresh commit (run in it with GIT_ENV: no history, so no later commit is reachable
+# from the image), printing its sha last.
+BASE_COMMIT = "git init -q && git add -A && git commit -q -m 'base commit' && git rev-parse HEAD"
 VENV = f"{TESTBED}/.venv"
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # The image's label: what was changed to build it on this machine (a JSON list of lines), e.g. a FROM image

@@ -12,7 +12,6 @@ import io
 import json
 import os
 import platform
-import shlex
 import shutil
 import subprocess
 import tarfile
@@ -26,7 +25,7 @@ from harness.sandbox import diskcheck, hostextras
 from harness.sandbox.interface import (BASE_COMMIT_LABEL, DEFAULT_BASE_IMAGE, ImageBuildError, ImageConfig,
                                        SandboxError, SandboxLimits, SandboxUnavailable, TaskImages)
 from harness.sandbox.providers import CleanupScope, Progress, SandboxProvider
-from harness.sandbox.taskimage.contents import DEFAULT_PATH, GIT_ENV, IMAGE_ENV, repo_tar, task_image_tag
+from harness.sandbox.taskimage.contents import BASE_COMMIT, DEFAULT_PATH, GIT_ENV, IMAGE_ENV, repo_tar, task_image_tag
 from harness.sandbox.unsandboxed import state
 from harness.sandbox.unsandboxed.sandbox import PROVIDER, HostSandbox, Image, remove_states
 
@@ -162,8 +161,8 @@ def _image(task: "Task", progress: Progress) -> TaskImages:
         env = {"PATH": DEFAULT_PATH, **IMAGE_ENV}
         if extra.python:  # (the wrapper's folder as it will be named once built: ours, first on PATH)
             (work / "bin").mkdir(mode=0o755)
-            for wrapper in ("python3", "python"):
-                (work / "bin" / wrapper).write_text(f'#!/bin/sh\nexec {shlex.quote(extra.python)} "$@"\n')
+            for wrapper in (Path(path).name for path in hostextras.WRAPPED):
+                (work / "bin" / wrapper).write_text(extra.wrapper())
                 (work / "bin" / wrapper).chmod(0o755)
             env["PATH"] = f"{final}/bin:{env['PATH']}"
         env = extra.apply(env)
@@ -201,8 +200,7 @@ def _repository(task: "Task", testbed: Path) -> str:
     """The task's repository at `testbed`, one commit (the same sha on every machine); that commit."""
     with tarfile.open(fileobj=io.BytesIO(repo_tar(task))) as tar:
         tar.extractall(testbed, filter="data")
-    script = "git init -q && git add -A && git commit -q -m 'base commit' && git rev-parse HEAD"
-    done = subprocess.run(["bash", "--noprofile", "--norc", "-c", script], cwd=testbed, capture_output=True,
+    done = subprocess.run(["bash", "--noprofile", "--norc", "-c", BASE_COMMIT], cwd=testbed, capture_output=True,
                           text=True, env={"PATH": DEFAULT_PATH, "HOME": str(testbed.parent), **GIT_ENV,
                                           "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"})
     if done.returncode != 0:
