@@ -53,10 +53,7 @@ def pointed(files: Path) -> Iterator[None]:
     """The host-wide lock held, every fixed path a link into `files` (a state's), for one command; after
     it, what the command did to a path is carried into the state: a path it removed is emptied there, a
     folder or file it made in the link's place replaces the state's."""
-    make_root()
-    fd = os.open(ROOT / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with _locked(wait=True):
         for path, name in LINKED.items():
             _point(path, files / name, path in FILES)
         try:
@@ -64,6 +61,20 @@ def pointed(files: Path) -> Iterator[None]:
         finally:
             for path, name in LINKED.items():
                 _adopt(path, files / name)
+
+
+@contextmanager
+def _locked(wait: bool) -> Iterator[bool]:
+    """The host-wide lock held for the block (True); without `wait`, False when another holds it."""
+    make_root()
+    fd = os.open(ROOT / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
     finally:
         os.close(fd)
 
@@ -101,19 +112,11 @@ def release_links() -> None:
     """The links removed (the last state gone): the host's paths as they were. Not waited for: a command
     holds the lock (maybe this process's own, a state closed on a signal mid-command), and the next state
     points them anew, the next release removes them."""
-    make_root()
-    fd = os.open(ROOT / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return
-        if not any(ROOT.glob("sbx-*")):
+    with _locked(wait=False) as held:
+        if held and not any(ROOT.glob("sbx-*")):
             for path in LINKED:
                 if os.path.islink(path) and os.readlink(path).startswith(str(ROOT) + "/"):
                     os.unlink(path)
-    finally:
-        os.close(fd)
 
 
 # -- users
