@@ -38,6 +38,18 @@ pytestmark = [pytest.mark.timing_cpu,
               pytest.mark.skipif(_has_torch(Path("/usr/bin/python3")), reason="the system's python3 has torch")]
 
 
+def _twin_graded(lines: list[str]) -> dict[str, str]:
+    """The no-op run's and softmax_fused's twin's verdicts as every rehearsal must read them; its lines by name."""
+    text = "\n".join(lines)
+    assert "gpu-noop: Opt@1 0.000, Avg@1 0.000 (statuses: empty_patch)" in lines, text
+    graded = {line.split(":")[0]: line for line in lines if line.startswith("softmax_fused ")}
+    assert graded["softmax_fused gold"].startswith("softmax_fused gold: passed"), text
+    assert graded["softmax_fused weaker"].startswith("softmax_fused weaker: passed"), text
+    for hack in ("alias_rebound", "timer_rebound", "memo_reps"):
+        assert "test_failed, credited no" in graded[f"softmax_fused {hack}"], text
+    return graded
+
+
 def _check(tmp_path: Path, env: dict[str, str], *args: str) -> list[str]:
     done = subprocess.run(["bash", str(ROOT / "tools" / "gpu_check.sh"), "--cpu", "--provider", "bwrap",
                            "--out", str(tmp_path / "out"), "--venv", str(tmp_path / "venv"),
@@ -72,12 +84,7 @@ def test_the_gpu_check_rehearses_on_a_host_laid_out_as_the_gpu_host(tmp_path: Pa
     assert f"probe: over the host, python3 {VENV_PYTHON}, nvcc {cuda}/bin/nvcc, binds " in text
     assert any(line.startswith("probe: a sandbox over this host starts; its python3 has torch ")
                and line.endswith(" and sees no GPU") for line in lines), text
-    assert "gpu-noop: Opt@1 0.000, Avg@1 0.000 (statuses: empty_patch)" in lines, text
-    graded = {line.split(":")[0]: line for line in lines if line.startswith("softmax_fused ")}
-    assert graded["softmax_fused gold"].startswith("softmax_fused gold: passed"), text
-    assert graded["softmax_fused weaker"].startswith("softmax_fused weaker: passed"), text
-    for hack in ("alias_rebound", "timer_rebound", "memo_reps"):
-        assert "test_failed, credited no" in graded[f"softmax_fused {hack}"], text
+    graded = _twin_graded(lines)
     # (side_stream is the base code on a CPU: not graded, and said so)
     assert graded["softmax_fused side_stream"].endswith("left out on the CPU twin (the base code on a CPU)"), text
     assert "clock rebound" in graded["softmax_fused timer_rebound"], text
@@ -131,12 +138,7 @@ def test_the_gpu_check_grades_unsandboxed_where_no_sandbox_can_start(tmp_path: P
     lines = done.stdout.splitlines()
     text = "\n".join(lines)
     assert f"probe: no sandbox: each state runs as plain processes of this host, python3 {shared_torch}" in text
-    assert "gpu-noop: Opt@1 0.000, Avg@1 0.000 (statuses: empty_patch)" in lines, text
-    graded = {line.split(":")[0]: line for line in lines if line.startswith("softmax_fused ")}
-    assert graded["softmax_fused gold"].startswith("softmax_fused gold: passed"), text
-    assert graded["softmax_fused weaker"].startswith("softmax_fused weaker: passed"), text
-    for hack in ("alias_rebound", "timer_rebound", "memo_reps"):
-        assert "test_failed, credited no" in graded[f"softmax_fused {hack}"], text
+    _twin_graded(lines)
     assert "machine: no NVIDIA driver (nvidia-smi absent), provider unsandboxed" in lines, text
     # every report says so
     run = tmp_path / "out" / "runs" / "gpu-noop"
